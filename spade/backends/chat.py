@@ -1,0 +1,101 @@
+"""Chat-template rendering and token-in/token-out turn deltas over a Hugging Face tokenizer.
+
+Only needs a tokenizer object (no torch), so a future vLLM backend can reuse it.
+
+Multi-turn extension never re-tokenizes history. The next prompt is
+
+    previous prompt ids + generated ids (as generated) + closing suffix + delta(new messages)
+
+where `delta` is what the template adds for the new messages (and the next assistant header),
+found by rendering a fixed dummy exchange with and without them, and `closing suffix` is the
+end-of-turn text the template puts after an assistant reply, minus the end-of-turn token when the
+model already generated it. A reply cut by `max_tokens` or a stop string is therefore closed the
+way the template would close it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from spade.backends.base import Message
+
+DEFAULT_CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+"""ChatML (the Qwen family's format), used when a tokenizer ships no template of its own."""
+
+DEFAULT_END_OF_TURN = "<|im_end|>"
+
+_DUMMY_REPLY = "spade dummy reply"
+_DUMMY = ({"role": "user", "content": "spade dummy prompt"}, {"role": "assistant", "content": _DUMMY_REPLY})
+
+
+def ensure_chat_template(tokenizer: Any) -> bool:
+    """Give the tokenizer the default template if it has none; True if it was given one."""
+    if getattr(tokenizer, "chat_template", None):
+        return False
+    tokenizer.chat_template = DEFAULT_CHAT_TEMPLATE
+    return True
+
+
+def render(tokenizer: Any, messages: Sequence[Message], add_generation_prompt: bool) -> str:
+    return tokenizer.apply_chat_template(
+        [dict(m) for m in messages], tokenize=False, add_generation_prompt=add_generation_prompt
+    )
+
+
+def encode(tokenizer: Any, text: str) -> list[int]:
+    # The template text already holds any BOS / special tokens it wants; never add more.
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def prompt_ids(tokenizer: Any, messages: Sequence[Message]) -> list[int]:
+    """Token ids of a fresh conversation, ready for the assistant's reply."""
+    return encode(tokenizer, render(tokenizer, messages, add_generation_prompt=True))
+
+
+def closing_suffix(tokenizer: Any) -> str:
+    """The text the template writes right after an assistant reply's content."""
+    base = render(tokenizer, _DUMMY, add_generation_prompt=False)
+    at = base.rfind(_DUMMY_REPLY)
+    if at < 0:
+        raise ValueError("the chat template drops assistant content; cannot find its turn suffix")
+    return base[at + len(_DUMMY_REPLY) :]
+
+
+def end_of_turn_ids(tokenizer: Any) -> set[int]:
+    """Token ids that end an assistant turn: the tokenizer's EOS and the template's closing token."""
+    ids: set[int] = set()
+    if tokenizer.eos_token_id is not None:
+        ids.add(int(tokenizer.eos_token_id))
+    suffix = closing_suffix(tokenizer).lstrip(" ")
+    if suffix:
+        first = encode(tokenizer, suffix)[:1]
+        special = set(getattr(tokenizer, "all_special_ids", []) or [])
+        added = set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
+        if first and (first[0] in special or first[0] in added):
+            ids.add(first[0])
+    return ids
+
+
+def turn_delta_ids(
+    tokenizer: Any, completion_ids: Sequence[int], messages: Sequence[Message], eot_ids: set[int]
+) -> list[int]:
+    """Tokens to append after a generated reply so that the next assistant turn can start."""
+    base = render(tokenizer, _DUMMY, add_generation_prompt=False)
+    full = render(tokenizer, [*_DUMMY, *messages], add_generation_prompt=True)
+    if not full.startswith(base):
+        raise ValueError(
+            "the chat template re-renders earlier turns when a message is added; "
+            "token-in/token-out extension is not possible with it"
+        )
+    closing = closing_suffix(tokenizer)
+    if completion_ids and completion_ids[-1] in eot_ids:
+        generated_end = tokenizer.decode([completion_ids[-1]])
+        if closing.startswith(generated_end):
+            closing = closing[len(generated_end) :]
+    return encode(tokenizer, closing + full[len(base) :])

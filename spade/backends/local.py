@@ -1,0 +1,392 @@
+"""Local torch + transformers backend: one model object that is both the Policy and the Trainer.
+
+    from spade.backends.local import LocalBackend, LocalConfig
+    backend = LocalBackend(LocalConfig(model="tiny", seed=0))        # or a local HF model folder
+    completions = backend.sample([[{"role": "user", "content": "hi"}]], SamplingParams(max_tokens=32))
+    metrics = backend.update([episode_sample([completions[0]], advantage=1.0, role="agent")])
+    backend.save("run/ckpt-1"); backend.load("run/ckpt-1")
+
+- `model`: a preset of the embedded model (`tiny`, `tiny-test`, `small`, built locally on first
+  use), a local Hugging Face model directory, or a hub id (only when the user names one; that
+  needs network). Chat template from the tokenizer, else ChatML.
+- Sampling: our own batched KV-cache loop (spade.backends.sampling) with exact logprobs.
+- Update: token-level PPO-clip (spade.backends.ppo), asymmetric clip 0.2 / 0.28, optional k3 KL to
+  a frozen copy of the initial weights (off by default, so no second model is held), gradient
+  clipping, micro-batches packed by token budget with gradient accumulation, AdamW (no weight
+  decay on biases and norm weights).
+- Precision: fp32 on CPU; on a GPU with bf16, fp32 weights with bf16 autocast ("bf16-mixed"),
+  or bf16 weights ("bf16") when memory matters.
+- Determinism: on CPU, same seed -> same initial weights, same samples, same updates. Dropout is
+  always off (the model stays in eval mode), because the behaviour logprobs were taken without it.
+- Checkpoints hold trainable weights, optimizer state, every RNG state and the step counter, and
+  resume bit-exactly.
+- LoRA (peft, the `lora` extra) is imported only when `lora` is set; the reference for the KL
+  term is then the base model with the adapter switched off.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from spade.backends import chat, tiny
+from spade.backends.base import (
+    Completion,
+    Message,
+    PPOConfig,
+    Prompt,
+    Sample,
+    SamplingParams,
+)
+from spade.backends.ppo import pack_micro_batches, ppo_loss, token_logprobs
+from spade.backends.sampling import generate, row_seeds
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """Train a LoRA adapter instead of all weights (needs `pip install spade-rl[lora]`)."""
+
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.0
+    target_modules: str | tuple[str, ...] = "all-linear"
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    model: str = "tiny"
+    """A preset (tiny, tiny-test, small), a local model directory, or a hub id (needs network)."""
+    device: str = "auto"
+    """"auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1", ..."""
+    precision: str = "auto"
+    """"auto", "fp32", "bf16-mixed" (fp32 weights, bf16 autocast) or "bf16" (bf16 weights)."""
+    seed: int = 0
+    """Seeds weight init of missing weights, the sampler's stream and the trainer."""
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    lora: LoraSettings | None = None
+    max_batch_size: int = 64
+    """Most prompts decoded together in one batch."""
+    threads: int | None = None
+    """torch intra-op threads on CPU; None leaves torch's default."""
+    trust_remote_code: bool = False
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def _precision(name: str, device: torch.device) -> str:
+    if name == "auto":
+        if device.type == "cuda" and torch.cuda.is_bf16_supported():
+            return "bf16-mixed"
+        return "fp32"
+    if name not in ("fp32", "bf16-mixed", "bf16"):
+        raise ValueError(f"unknown precision {name!r}")
+    return name
+
+
+def model_path(name: str) -> str:
+    """A preset name -> its cached folder; a path or hub id is returned unchanged."""
+    if name in tiny.PRESETS:
+        return str(tiny.tiny_model_path(name))
+    return name
+
+
+class LocalBackend:
+    """Policy and Trainer over one in-process torch model."""
+
+    def __init__(self, config: LocalConfig | None = None) -> None:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.config = config = config or LocalConfig()
+        if config.threads:
+            torch.set_num_threads(config.threads)
+        self.device = _device(config.device)
+        self.precision = _precision(config.precision, self.device)
+        path = model_path(config.model)
+        local = Path(path).exists()
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            path, local_files_only=local, trust_remote_code=config.trust_remote_code
+        )
+        default_template = chat.ensure_chat_template(self.tokenizer)
+        dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(config.seed)
+            model = AutoModelForCausalLM.from_pretrained(
+                path, dtype=dtype, local_files_only=local, trust_remote_code=config.trust_remote_code
+            )
+        model.to(self.device).eval()
+        if config.lora is not None:
+            model = _with_lora(model, config.lora)
+        self.model = model
+
+        self.eot_ids = chat.end_of_turn_ids(self.tokenizer) | _generation_eos(model)
+        if not self.eot_ids:
+            raise ValueError(f"{path}: no end-of-sequence token; cannot tell when a reply ends")
+        # The default ChatML template on a tokenizer that lacks <|im_end|> as one token: stop on text.
+        self._template_stops: tuple[str, ...] = ()
+        if default_template and self.tokenizer.convert_tokens_to_ids(chat.DEFAULT_END_OF_TURN) in (
+            None,
+            self.tokenizer.unk_token_id,
+        ):
+            self._template_stops = (chat.DEFAULT_END_OF_TURN,)
+        pad = self.tokenizer.pad_token_id
+        self.pad_id = int(pad if pad is not None else min(self.eot_ids))
+
+        ppo = config.ppo
+        self.ref_model = None
+        if ppo.kl_coef > 0 and config.lora is None:
+            import copy
+
+            self.ref_model = copy.deepcopy(model).requires_grad_(False)
+        decay, no_decay = [], []
+        for p in model.parameters():
+            if p.requires_grad:
+                (decay if p.dim() >= 2 else no_decay).append(p)
+        self.optimizer = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": ppo.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=ppo.learning_rate,
+            betas=ppo.betas,
+        )
+        self._sampler_rng = torch.Generator().manual_seed(config.seed)
+        self.step = 0
+
+    # ---------------------------------------------------------------- Policy
+    def sample(self, prompts: Sequence[Prompt | Sequence[Message]], params: SamplingParams) -> list[Completion]:
+        prompt_list = [Prompt.of(p) for p in prompts]
+        ids = [
+            list(p.token_ids) if p.token_ids is not None else chat.prompt_ids(self.tokenizer, p.messages)
+            for p in prompt_list
+        ]
+        if params.seed is not None:
+            base_seed = params.seed
+        else:
+            base_seed = int(torch.randint(0, 2**62, (1,), generator=self._sampler_rng))
+        seeds = row_seeds(base_seed, len(ids))
+        stop_hit = self._stop_checker(tuple(params.stop) + self._template_stops)
+        out: list[Completion] = []
+        for start in range(0, len(ids), self.config.max_batch_size):
+            chunk = slice(start, start + self.config.max_batch_size)
+            raw = generate(
+                self.model,
+                ids[chunk],
+                params,
+                seeds=seeds[chunk],
+                eos_ids=self.eot_ids,
+                pad_id=self.pad_id,
+                stop_hit=stop_hit,
+                device=self.device,
+                autocast=self._autocast(),
+            )
+            for prompt_ids, r in zip(ids[chunk], raw):
+                out.append(
+                    Completion(
+                        text=self.tokenizer.decode(r.ids, skip_special_tokens=True),
+                        prompt_ids=tuple(prompt_ids),
+                        completion_ids=tuple(r.ids),
+                        logprobs=tuple(r.logprobs),
+                        finish_reason=r.finish_reason,
+                        temperature=params.logprob_temperature,
+                    )
+                )
+        return out
+
+    def extend(self, prompt: Prompt, completion: Completion, messages: Sequence[Message]) -> Prompt:
+        if completion.prompt_ids is None or completion.completion_ids is None:
+            raise ValueError("extend needs a completion with token ids (sampled by this backend)")
+        if prompt.token_ids is not None and tuple(prompt.token_ids) != completion.prompt_ids:
+            raise ValueError("this completion was not sampled from this prompt")
+        delta = chat.turn_delta_ids(self.tokenizer, completion.completion_ids, messages, self.eot_ids)
+        return Prompt(
+            messages=(*prompt.messages, {"role": "assistant", "content": completion.text}, *messages),
+            token_ids=completion.prompt_ids + completion.completion_ids + tuple(delta),
+        )
+
+    def _stop_checker(self, stops: tuple[str, ...]):
+        if not stops:
+            return None
+        # A stop string of n characters spans at most 4n byte-level tokens.
+        window = 4 * max(len(s) for s in stops) + 4
+        decode = self.tokenizer.decode
+
+        def hit(ids: list[int]) -> bool:
+            text = decode(ids[-window:], skip_special_tokens=False)
+            return any(s in text for s in stops)
+
+        return hit
+
+    def _autocast(self):
+        if self.precision == "bf16-mixed":
+            return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
+        return None
+
+    # ---------------------------------------------------------------- Trainer
+    def score(self, samples: Sequence[Sample]) -> list[list[float]]:
+        """Current logprob of every token of each sample (position 0 gets 0.0), without updating."""
+        out: list[list[float]] = []
+        with torch.no_grad():
+            for s in samples:
+                batch = self._collate([s])
+                logp, _ = self._logprobs(self.model, batch)
+                out.append([0.0] + logp[0].tolist())
+        return out
+
+    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+        if not samples:
+            raise ValueError("update needs at least one sample")
+        ppo = self.config.ppo
+        n_mb = min(ppo.num_minibatches, len(samples))
+        bounds = [round(k * len(samples) / n_mb) for k in range(n_mb + 1)]
+        sums: dict[str, float] = {}
+        grad_norms: list[float] = []
+        total_tokens = 0
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.model.eval()
+        for lo, hi in zip(bounds, bounds[1:]):
+            minibatch = samples[lo:hi]
+            n_tok = sum(s.num_trained_tokens for s in minibatch)
+            if n_tok == 0:
+                continue
+            total_tokens += n_tok
+            for idx in pack_micro_batches([len(s.token_ids) for s in minibatch], ppo.micro_batch_tokens):
+                batch = self._collate([minibatch[i] for i in idx])
+                logp, entropy = self._logprobs(self.model, batch)
+                ref_logp = self._reference_logprobs(batch) if ppo.kl_coef > 0 else None
+                parts = ppo_loss(
+                    logp, batch["old_logp"], batch["advantage"], batch["mask"], float(n_tok),
+                    ppo.clip_low, ppo.clip_high, ref_logp, ppo.kl_coef,
+                )
+                parts.loss.backward()
+                parts.sums["entropy"] = float((entropy.detach() * batch["mask"]).sum())
+                for k, v in parts.sums.items():
+                    sums[k] = sums.get(k, 0.0) + v
+            max_norm = ppo.max_grad_norm if ppo.max_grad_norm > 0 else float("inf")
+            grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, max_norm)))
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        metrics = {k: v / max(total_tokens, 1) for k, v in sums.items()}
+        metrics["loss"] = metrics.get("pg_loss", 0.0) + ppo.kl_coef * metrics.get("kl_ref", 0.0)
+        metrics["grad_norm"] = sum(grad_norms) / max(len(grad_norms), 1)
+        metrics["trained_tokens"] = float(total_tokens)
+        metrics["sequences"] = float(len(samples))
+        for role in ("designer", "agent"):
+            metrics[f"trained_tokens/{role}"] = float(
+                sum(s.num_trained_tokens for s in samples if s.role == role)
+            )
+        metrics["step"] = float(self.step)
+        return metrics
+
+    def _collate(self, batch: Sequence[Sample]) -> dict[str, torch.Tensor]:
+        T = max(len(s.token_ids) for s in batch)
+        ids = torch.full((len(batch), T), self.pad_id, dtype=torch.long)
+        attn = torch.zeros((len(batch), T), dtype=torch.long)
+        mask = torch.zeros((len(batch), T), dtype=torch.float32)
+        old = torch.zeros((len(batch), T), dtype=torch.float32)
+        for i, s in enumerate(batch):
+            n = len(s.token_ids)
+            ids[i, :n] = torch.tensor(s.token_ids)
+            attn[i, :n] = 1
+            mask[i, :n] = torch.tensor(s.loss_mask, dtype=torch.float32)
+            old[i, :n] = torch.tensor(s.logprobs, dtype=torch.float32)
+        d = self.device
+        return {
+            "ids": ids.to(d), "attn": attn.to(d), "mask": mask[:, 1:].to(d), "old_logp": old[:, 1:].to(d),
+            "advantage": torch.tensor([s.advantage for s in batch], dtype=torch.float32, device=d),
+            "temperature": torch.tensor([s.temperature for s in batch], dtype=torch.float32, device=d),
+        }
+
+    def _logprobs(self, model: torch.nn.Module, batch: dict[str, torch.Tensor]):
+        ctx = self._autocast() or nullcontext()
+        with ctx:
+            logits = model(input_ids=batch["ids"], attention_mask=batch["attn"], use_cache=False).logits
+        return token_logprobs(logits[:, :-1], batch["ids"][:, 1:], batch["temperature"])
+
+    def _reference_logprobs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        with torch.no_grad():
+            if self.ref_model is not None:
+                return self._logprobs(self.ref_model, batch)[0]
+            with self.model.disable_adapter():  # LoRA: the base weights are the reference
+                return self._logprobs(self.model, batch)[0]
+
+    # ---------------------------------------------------------------- checkpoints
+    def save(self, directory: str | Path) -> None:
+        from safetensors.torch import save_file
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        weights = {n: p.detach().contiguous().cpu() for n, p in self.model.named_parameters() if p.requires_grad}
+        save_file(weights, str(d / "weights.safetensors"))
+        torch.save(self.optimizer.state_dict(), d / "optimizer.pt")
+        rng: dict[str, Any] = {"torch": torch.get_rng_state(), "sampler": self._sampler_rng.get_state()}
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        torch.save(rng, d / "rng.pt")
+        state = {"step": self.step, "config": asdict(self.config)}
+        (d / "state.json").write_text(json.dumps(state, indent=2, default=str))
+
+    def load(self, directory: str | Path) -> None:
+        from safetensors.torch import load_file
+
+        d = Path(directory)
+        tensors = load_file(str(d / "weights.safetensors"))
+        named = {n: p for n, p in self.model.named_parameters() if p.requires_grad}
+        if set(tensors) != set(named):
+            missing, extra = sorted(set(named) - set(tensors)), sorted(set(tensors) - set(named))
+            raise ValueError(f"checkpoint does not match the model: missing {missing[:5]}, unexpected {extra[:5]}")
+        with torch.no_grad():
+            for n, t in tensors.items():
+                named[n].copy_(t)
+        self.optimizer.load_state_dict(torch.load(d / "optimizer.pt", map_location=self.device, weights_only=True))
+        rng = torch.load(d / "rng.pt", weights_only=True)
+        torch.set_rng_state(rng["torch"])
+        self._sampler_rng.set_state(rng["sampler"])
+        if "cuda" in rng and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        self.step = int(json.loads((d / "state.json").read_text())["step"])
+
+    def export(self, directory: str | Path) -> Path:
+        """Write a Hugging Face model folder (weights + tokenizer) usable as LocalConfig.model."""
+        d = Path(directory)
+        model = self.model
+        if self.config.lora is not None:
+            import copy
+
+            model = copy.deepcopy(self.model).merge_and_unload()  # type: ignore[operator]
+        model.save_pretrained(d)
+        self.tokenizer.save_pretrained(d)
+        return d
+
+    @property
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+
+def _generation_eos(model: torch.nn.Module) -> set[int]:
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if eos is None:
+        return set()
+    return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])}
+
+
+def _with_lora(model: torch.nn.Module, settings: LoraSettings) -> torch.nn.Module:
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError as e:
+        raise ImportError("LoRA needs peft: pip install 'spade-rl[lora]'") from e
+    config = LoraConfig(
+        r=settings.r,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=settings.target_modules if isinstance(settings.target_modules, str) else list(settings.target_modules),
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, config)

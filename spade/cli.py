@@ -1,0 +1,238 @@
+"""The `spade` command line: `spade validate | play | doctor | seeds`.
+
+Each subcommand is a function whose signature tyro turns into flags; heavy libraries (torch,
+transformers) are never imported here, so `spade --help` and `spade validate` start quickly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import tyro
+
+from spade.types import Program
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
+
+
+def _usage_error(message: str) -> int:
+    print(f"spade: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _collect(paths: list[Path]) -> list[Path] | str:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*.py") if p.is_file()))
+        elif path.is_file():
+            files.append(path)
+        else:
+            return f"no such file or directory: {path}"
+    return files or "no environment files (*.py) found"
+
+
+def validate(
+    paths: Annotated[list[Path], tyro.conf.Positional],
+    /,
+    json_lines: Annotated[bool, tyro.conf.arg(name="json")] = False,
+    pool: list[Path] = [],  # noqa: B006 - tyro reads the default
+    concurrency: int = 4,
+    probe_seeds: int = 8,
+) -> int:
+    """Validate environment files (or directories of them) in the sandbox.
+
+    Exit status: 0 if every environment is admitted, 1 if any is rejected, 2 on usage errors.
+
+    Args:
+        paths: Environment files or directories (searched recursively for *.py).
+        json_lines: Print exactly one JSON object per environment per line.
+        pool: Files or directories of already-admitted environments to check duplicates against.
+        concurrency: Environments validated at once.
+        probe_seeds: Seeds each probe policy (empty, constant, random replies) plays.
+    """
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from spade.sandbox import Sandbox
+    from spade.validate import ValidatorConfig, validate_many
+
+    files = _collect(paths)
+    if isinstance(files, str):
+        return _usage_error(files)
+    pool_files = _collect(pool) if pool else []
+    if isinstance(pool_files, str):
+        return _usage_error(f"--pool: {pool_files}")
+    programs = [Program.from_file(f) for f in files]
+    pool_programs = [Program.from_file(f) for f in pool_files]
+    cfg = ValidatorConfig(probe_seeds=probe_seeds)
+    console = Console(stderr=True)
+
+    async def run() -> list[bool]:
+        admitted: list[bool] = []
+        async with Sandbox() as sandbox:
+            with Progress(console=console, transient=True, disable=json_lines) as progress:
+                task = progress.add_task("validating", total=len(programs))
+
+                def report(i: int, verdict) -> None:  # type: ignore[no-untyped-def]
+                    progress.advance(task)
+                    admitted.append(verdict.admitted)
+                    row = {"path": str(files[i]), "skill": programs[i].skill, **verdict.to_json()}
+                    if json_lines:
+                        print(json.dumps(row), flush=True)
+                    else:
+                        mark = "[green]admitted[/]" if verdict.admitted else "[red]rejected[/]"
+                        progress.console.print(f"{mark} {files[i]}")
+                        for f in verdict.failures:
+                            progress.console.print(f"    [yellow]{f.check}[/]: {f.reason}",
+                                                   markup=True, highlight=False)
+
+                await validate_many(programs, sandbox, cfg, pool_programs, concurrency, report)
+        return admitted
+
+    admitted = asyncio.run(run())
+    if not json_lines:
+        console.print(f"{sum(admitted)} admitted, {len(admitted) - sum(admitted)} rejected")
+    return EXIT_OK if all(admitted) else EXIT_REJECTED
+
+
+def play(
+    path: Annotated[Path, tyro.conf.Positional],
+    /,
+    seed: int = 0,
+    hint: str | None = None,
+    actions: Path | None = None,
+    difficulty: int | None = None,
+    max_turns: int = 25,
+) -> int:
+    """Play an environment in the terminal, inside the sandbox.
+
+    Type one reply per turn (for games, `\\boxed{...}` is the action); an empty line or EOF ends.
+
+    Args:
+        path: The environment file.
+        seed: Episode seed passed to reset().
+        hint: Text appended to the first observation as "HINT: ...".
+        actions: Replay replies from a file instead of the keyboard: one reply per line, or a
+            JSON list of strings when the file ends in .json.
+        difficulty: Passed to the constructor as `difficulty=` (seed environments take 1-3).
+        max_turns: Turn cap of the episode.
+    """
+    from rich.console import Console
+
+    from spade.episode import to_action
+    from spade.sandbox import Sandbox, SandboxError
+
+    if not path.is_file():
+        return _usage_error(f"no such file: {path}")
+    scripted: list[str] | None = None
+    if actions is not None:
+        if not actions.is_file():
+            return _usage_error(f"no such file: {actions}")
+        text = actions.read_text()
+        if actions.suffix == ".json":
+            scripted = json.loads(text)
+            if not isinstance(scripted, list) or not all(isinstance(s, str) for s in scripted):
+                return _usage_error(f"{actions}: expected a JSON list of strings")
+        else:
+            scripted = [line for line in text.splitlines() if line.strip()]
+    console = Console(highlight=False)
+    kwargs = {} if difficulty is None else {"difficulty": difficulty}
+
+    async def run() -> int:
+        async with Sandbox() as sandbox:
+            try:
+                session = await sandbox.open(path.read_text(), max_turns=max_turns, kwargs=kwargs,
+                                             filename=str(path))
+                obs, _ = await session.reset(seed)
+            except SandboxError as err:
+                console.print(f"[red]cannot start the environment[/]: {err.message}")
+                return EXIT_REJECTED
+            if hint:
+                obs = f"{obs}\n\nHINT: {hint}"
+            console.rule(f"{session.info.class_name if session.info else path.name}  seed {seed}")
+            console.print(obs)
+            reward, terminated, truncated, turn = 0.0, False, False, 0
+            while turn < max_turns and not (terminated or truncated):
+                if scripted is not None:
+                    if turn >= len(scripted):
+                        break
+                    reply = scripted[turn]
+                    console.print(f"[cyan]> {reply}[/]")
+                else:
+                    try:
+                        reply = input("> ")
+                    except EOFError:
+                        break
+                    if not reply.strip():
+                        break
+                turn += 1
+                try:
+                    result = await session.step(to_action(session, reply))
+                except SandboxError as err:
+                    console.print(f"[red]environment error[/]: {err.message}")
+                    await session.close()
+                    return EXIT_REJECTED
+                reward, terminated, truncated = result.reward, result.terminated, result.truncated
+                console.rule(f"turn {turn}/{max_turns}  reward {reward:g}", style="dim")
+                console.print(result.observation)
+            await session.close()
+        ret = max(-1.0, min(1.0, reward)) if terminated else 0.0
+        ending = ("terminated" if terminated else "truncated" if truncated or turn >= max_turns
+                  else "stopped")
+        console.rule(f"episode {ending} after {turn} turns: return {ret:g} "
+                     f"({'win' if ret > 0 else 'no win'})")
+        return EXIT_OK
+
+    return asyncio.run(run())
+
+
+def doctor(require_full: bool = False) -> int:
+    """Report which sandbox isolation layers are active on this host, and why any is missing.
+
+    Args:
+        require_full: Exit with status 1 unless every layer is active.
+    """
+    import platform
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from spade.sandbox import Sandbox
+    from spade.sandbox.isolation import landlock_abi
+
+    async def run() -> dict[str, str | None]:
+        async with Sandbox() as sandbox:
+            return sandbox.layers
+
+    layers = asyncio.run(run())
+    table = Table(title="spade sandbox isolation layers")
+    table.add_column("layer")
+    table.add_column("status")
+    table.add_column("detail")
+    for name, reason in layers.items():
+        table.add_row(name, "[green]active[/]" if reason is None else "[red]missing[/]",
+                      reason or "")
+    console = Console()
+    console.print(table)
+    console.print(f"python {platform.python_version()} on {platform.platform()}; "
+                  f"Landlock ABI {landlock_abi()}")
+    missing = [k for k, v in layers.items() if v is not None]
+    if missing:
+        console.print(f"[yellow]{len(missing)} layer(s) missing[/]: {', '.join(missing)}")
+    return EXIT_REJECTED if (missing and require_full) else EXIT_OK
+
+
+COMMANDS = {"validate": validate, "play": play, "doctor": doctor}
+
+
+def main(argv: list[str] | None = None) -> int:
+    return int(tyro.extras.subcommand_cli_from_dict(COMMANDS, args=argv, prog="spade") or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

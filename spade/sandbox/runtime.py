@@ -1,0 +1,312 @@
+"""The environment runtime: what a generated environment file sees, and how it is found and built.
+
+Standard library only: this module is imported by the sandbox worker (which runs without
+site-packages) and by trusted code for the pure parsing helpers. It implements the contract in
+`docs/environments.md`, compatible with the paper's reference release (SPADE.md section 8):
+
+- `build_namespace()`: the pre-filled globals a generated file may use without importing;
+- `find_env_class()`: the first top-level class whose name ends in `Env`;
+- `instantiate()`: constructor with `max_turns=`, falling back to no arguments;
+- `ToolUseBaseEnv`: the tool-use base class, available to generated files without import;
+- `extract_boxed()`, `parse_tool_calls()`, `parse_answer()`, `answers_match()`: action parsing.
+
+Nothing here is a security boundary: code running in the worker can monkeypatch all of it. The
+trusted supervisor re-validates every result it receives.
+"""
+
+from __future__ import annotations
+
+import ast
+import collections
+import copy
+import functools
+import heapq
+import inspect
+import itertools
+import json
+import math
+import operator
+import random
+import re
+import statistics
+import string
+import typing
+
+PREFILLED_MODULES = (
+    "math random re json itertools collections functools string copy heapq operator statistics"
+).split()
+SKIPPED_CLASS_NAMES = frozenset({"Env", "ToolUseBaseEnv"})
+
+
+def build_namespace() -> dict[str, typing.Any]:
+    """Fresh globals for one environment file, pre-filled like the reference loader's."""
+    ns: dict[str, typing.Any] = {"__name__": "spade_env", "__builtins__": __builtins__}
+    for name in PREFILLED_MODULES:
+        ns[name] = globals()[name]
+    ns.update(
+        deque=collections.deque,
+        defaultdict=collections.defaultdict,
+        Counter=collections.Counter,
+        OrderedDict=collections.OrderedDict,
+        namedtuple=collections.namedtuple,
+        combinations=itertools.combinations,
+        permutations=itertools.permutations,
+        product=itertools.product,
+        accumulate=itertools.accumulate,
+        reduce=functools.reduce,
+        lru_cache=functools.lru_cache,
+        partial=functools.partial,
+        deepcopy=copy.deepcopy,
+        ToolUseBaseEnv=ToolUseBaseEnv,
+    )
+    for name in ("Any", "Dict", "List", "Optional", "Tuple", "Set", "Union", "Callable"):
+        ns[name] = getattr(typing, name)
+    try:  # numpy is optional; the reference pre-imported it as `np`
+        import numpy
+
+        ns["np"] = numpy
+    except ImportError:
+        pass
+    return ns
+
+
+def env_class_names(source: str) -> list[str]:
+    """Top-level class names ending in `Env`, in source order (raises SyntaxError)."""
+    tree = ast.parse(source)
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef)
+        and node.name.endswith("Env")
+        and node.name not in SKIPPED_CLASS_NAMES
+    ]
+
+
+def find_env_class(source: str, namespace: dict[str, typing.Any]) -> type:
+    """The environment class of an executed file: the first top-level `*Env` class."""
+    names = env_class_names(source)
+    if not names:
+        raise LookupError("no top-level class whose name ends in 'Env'")
+    cls = namespace.get(names[0])
+    if not isinstance(cls, type):
+        raise LookupError(f"{names[0]} is not a class after executing the file")
+    return cls
+
+
+def _accepts_max_turns(cls: type) -> bool:
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "max_turns" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def instantiate(cls: type, max_turns: int, kwargs: dict[str, typing.Any] | None = None) -> typing.Any:
+    """Build the environment: with `max_turns=`, else with no arguments and its own cap lowered."""
+    kwargs = dict(kwargs or {})
+    if _accepts_max_turns(cls):
+        return cls(max_turns=max_turns, **kwargs)
+    env = cls(**kwargs)
+    own = getattr(env, "max_turns", None)
+    if isinstance(own, int) and own > max_turns:
+        env.max_turns = max_turns
+    return env
+
+
+# --- action parsing -------------------------------------------------------------------------
+
+
+def extract_boxed(text: str) -> str | None:
+    """Content of the first `\\boxed{...}` in `text`, braces balanced; None if there is none."""
+    start = text.find("\\boxed{")
+    if start < 0:
+        return None
+    i = start + len("\\boxed{")
+    depth = 1
+    for j in range(i, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i:j]
+    return None
+
+
+def game_action(reply: str) -> str:
+    """The action a game receives for an agent reply: its first box re-wrapped, else the raw text."""
+    content = extract_boxed(reply)
+    return reply if content is None else "\\boxed{" + content + "}"
+
+
+_TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_XML_FUNCTION_RE = re.compile(r"<function=([\w.\-]+)>(.*?)</function>", re.DOTALL)
+_XML_PARAM_RE = re.compile(r"<parameter=([\w.\-]+)>(.*?)</parameter>", re.DOTALL)
+_ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+
+
+def _xml_value(raw: str) -> typing.Any:
+    raw = raw.strip()
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def parse_tool_calls(text: str) -> list[tuple[str, dict[str, typing.Any]]] | None:
+    """Tool calls in a reply, in order; None if a `<tool_call>` block is present but unparsable."""
+    calls: list[tuple[str, dict[str, typing.Any]]] = []
+    for body in _TOOL_CALL_RE.findall(text):
+        xml = _XML_FUNCTION_RE.search(body)
+        if xml:
+            params = {k: _xml_value(v) for k, v in _XML_PARAM_RE.findall(xml.group(2))}
+            calls.append((xml.group(1), params))
+            continue
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            return None
+        if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+            return None
+        args = obj.get("arguments", {})
+        if isinstance(args, str):  # OpenAI sends arguments as a JSON string
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError:
+                return None
+        if not isinstance(args, dict):
+            return None
+        calls.append((obj["name"], args))
+    if not calls:  # bare Qwen XML form without the <tool_call> wrapper
+        for name, body in _XML_FUNCTION_RE.findall(text):
+            calls.append((name, {k: _xml_value(v) for k, v in _XML_PARAM_RE.findall(body)}))
+    return calls
+
+
+def parse_answer(text: str) -> str | None:
+    match = _ANSWER_RE.search(text)
+    return None if match is None else match.group(1).strip()
+
+
+def _as_number(text: str) -> float | None:
+    try:
+        value = float(text.replace("$", "").replace(",", "").strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def answers_match(given: str, expected: typing.Any) -> bool:
+    """Reference rule: case-insensitive exact match, or numeric within 0.01 after removing `$`/`,`."""
+    if expected is None:
+        return False
+    want = str(expected).strip()
+    if given.strip().lower() == want.lower():
+        return True
+    a, b = _as_number(given), _as_number(want)
+    return a is not None and b is not None and abs(a - b) <= 0.01
+
+
+# --- the tool-use base class ----------------------------------------------------------------
+
+
+class ToolUseBaseEnv:
+    """Base class for tool-use environments, compatible with the paper's reference release.
+
+    Subclasses implement `reset(seed)` (filling `_state`, `_tools`, `_expected_answer`) and one
+    `tool_<name>(**kwargs) -> str` method per tool. See docs/environments.md.
+    """
+
+    def __init__(self, max_turns: int = 10) -> None:
+        self.max_turns = max_turns
+        self.turn_count = 0
+        self._tools: dict[str, dict[str, typing.Any]] = {}
+        self._state: dict[str, typing.Any] = {}
+        self._call_history: list[dict[str, typing.Any]] = []
+        self._expected_answer: typing.Any = None
+        self._user_messages: list[str] = []
+        self._message_criteria: list[typing.Callable[[dict[str, typing.Any]], bool]] = []
+        self._current_msg = 0
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> tuple[str, dict[str, typing.Any]]:
+        raise NotImplementedError
+
+    def get_tools(self) -> list[dict[str, typing.Any]]:
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": spec.get("description", ""),
+                    "parameters": spec.get("parameters", {"type": "object", "properties": {}}),
+                },
+            }
+            for name, spec in self._tools.items()
+        ]
+
+    def execute_tool(self, name: str, args: dict[str, typing.Any]) -> dict[str, typing.Any]:
+        """Run one tool; never counts as a turn. Errors are results, not exceptions."""
+        method = getattr(self, f"tool_{name}", None)
+        if name not in self._tools or not callable(method):
+            return {"output": f"Unknown tool '{name}'. {self._tool_list()}", "returncode": 1}
+        self._call_history.append({"name": name, "arguments": args})
+        try:
+            return {"output": str(method(**args)), "returncode": 0}
+        except Exception as exc:  # the tool's own bug or bad arguments: the agent sees it
+            return {"output": f"Error: {type(exc).__name__}: {exc}", "returncode": 1}
+
+    def _tool_list(self) -> str:
+        return "Available tools: " + ", ".join(sorted(self._tools))
+
+    def _advance_if_done(self) -> str:
+        """Reveal the next instruction once the current one's predicate holds on `_state`."""
+        if not self._user_messages or self._current_msg >= len(self._user_messages):
+            return ""
+        if not self._message_criteria[self._current_msg](self._state):
+            return ""
+        self._current_msg += 1
+        if self._current_msg < len(self._user_messages):
+            return f"\n\n[Next instruction] {self._user_messages[self._current_msg]}"
+        return "\n\n[All instructions complete] Reply <answer>done</answer>."
+
+    def _all_instructions_done(self) -> bool:
+        return not self._user_messages or self._current_msg >= len(self._user_messages)
+
+    def solution(self) -> typing.Any:
+        return None
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, typing.Any]]:
+        self.turn_count += 1
+        calls = parse_tool_calls(action)
+        answer = parse_answer(action)
+        outputs = []
+        for name, args in calls or []:
+            if name not in self._tools:
+                outputs.append(f"Unknown tool '{name}'. {self._tool_list()}")
+                continue
+            result = self.execute_tool(name, args)
+            outputs.append(f"[{name}] {result['output']}")
+        if answer is not None:
+            if answers_match(answer, self._expected_answer) and self._all_instructions_done():
+                return "Correct!", 1.0, True, False, {}
+            feedback = "Incorrect answer."
+            if not self._all_instructions_done():
+                feedback = "Not all instructions are complete yet."
+            obs = "\n".join(outputs + [feedback])
+            return self._turn_limited(obs, 0.0)
+        if outputs:
+            return self._turn_limited("\n".join(outputs), 0.0)
+        obs = (
+            "No tool call or answer found. Call a tool with "
+            '<tool_call>{"name": ..., "arguments": {...}}</tool_call> or finish with '
+            "<answer>...</answer>. " + self._tool_list()
+        )
+        return self._turn_limited(obs, -0.1)
+
+    def _turn_limited(
+        self, obs: str, reward: float
+    ) -> tuple[str, float, bool, bool, dict[str, typing.Any]]:
+        if self.turn_count >= self.max_turns:
+            return f"{obs}\nTurn limit reached. Solution: {self.solution()}", reward, False, True, {}
+        return obs, reward, False, False, {}

@@ -1,0 +1,649 @@
+"""The trusted side of the sandbox: starts workers, talks to them, kills them, checks every reply.
+
+Threat model. Environment programs are written by a model and are assumed buggy or hostile: they
+may loop forever, exhaust memory, processes, file descriptors or disk, read files and environment
+variables, open sockets, spawn or signal processes, tamper with the worker's own code, exit in any
+way, print floods or fake results, return malformed, huge or non-JSON values, or smuggle objects
+whose deserialisation runs code. The sandbox guarantees, for every such program, that
+
+1. it runs only in a separate worker process (never in this interpreter), forked from a small
+   zygote that was started with an empty environment, so no secret of the trainer is in its memory;
+2. the worker is confined by the layers in `isolation.py`: namespaces (no network), a capped
+   private tmpfs, cgroup pids/memory limits, rlimits, an unprivileged uid, Landlock and seccomp;
+3. every call has a deadline enforced from here with SIGKILL (through a pidfd, no pid reuse race),
+   and a session has a whole-episode budget; the worker also has a CPU rlimit;
+4. only length-prefixed JSON frames cross the boundary, on dedicated pipes, with the size checked
+   before the payload is read; stdout/stderr are captured with a cap and never parsed;
+5. every reply is re-validated here (types, arity, finiteness, ranges, sizes); nothing the worker
+   says about itself is trusted;
+6. closing a session or the sandbox leaves no process, cgroup or file behind.
+
+Not covered: kernel exploits and CPU side channels (run workers in a VM or a container on nodes
+without credentials for that), and the wall-clock and CPU an environment may use within its limits.
+Where a layer is unavailable on a host, the sandbox runs with the layers it has and reports which
+(`Sandbox.layers`, `spade doctor`); `SandboxConfig.require_full_isolation` makes that fatal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from spade.sandbox import frames, isolation
+
+WORKER = str(Path(__file__).with_name("worker.py"))
+LAYERS = (
+    "network_namespace",
+    "private_tmpfs",
+    "cgroup",
+    "rlimits",
+    "landlock",
+    "unprivileged_uid",
+    "seccomp",
+)
+DEFAULT_PRELOAD = (
+    "math random re json itertools collections functools string copy heapq operator statistics "
+    "typing inspect fractions decimal bisect dataclasses enum textwrap hashlib datetime time numbers "
+    "array struct cmath difflib pprint abc contextlib types warnings weakref io base64 "
+    "unicodedata zlib secrets calendar graphlib csv numpy math_verify"
+).split()
+
+
+@dataclasses.dataclass(frozen=True)
+class SandboxConfig:
+    """Limits and behaviour of sandbox workers. Every limit applies per worker (one session)."""
+
+    call_timeout_s: float = 5.0
+    """Deadline of one reset, step, tool call or solution() call."""
+    load_timeout_s: float = 10.0
+    """Deadline for starting the worker, executing the file and constructing the environment."""
+    episode_timeout_s: float = 120.0
+    """Wall-clock budget for a whole session, across all its calls."""
+    cpu_seconds: int = 60
+    """CPU-time rlimit of a worker (hard limit + 1 s delivers SIGKILL)."""
+    memory_mb: int = 1024
+    """Address-space rlimit of a worker (the zygote's mappings, numpy included, count too)."""
+    cgroup_memory_mb: int = 256
+    """Memory cgroup limit of a worker, where a cgroup hierarchy is writable."""
+    pids_max: int = 16
+    """Processes and threads per worker (cgroup pids controller)."""
+    nproc: int = 4096
+    """RLIMIT_NPROC after the uid drop (counts every process of the sandbox uid: a backstop)."""
+    nofile: int = 64
+    """Open file descriptors per worker."""
+    file_mb: int = 8
+    """Largest file a worker may write (RLIMIT_FSIZE)."""
+    tmpfs_mb: int = 64
+    """Size of the private tmpfs holding every worker's scratch directory."""
+    max_reply_bytes: int = 1 << 20
+    """Largest reply frame accepted from a worker; a larger one kills it."""
+    max_output_bytes: int = 64 << 10
+    """Captured stdout+stderr kept per session; the rest is read and dropped."""
+    max_observation_chars: int = 20_000
+    """Largest observation accepted from an environment."""
+    reward_bound: float = 10.0
+    """Rewards must be finite and within [-reward_bound, reward_bound]."""
+    uid: int = isolation.NOBODY
+    """The unprivileged uid/gid workers run as (when started as root)."""
+    require_full_isolation: bool = False
+    """Refuse to start unless every isolation layer is active."""
+    preload: tuple[str, ...] = tuple(DEFAULT_PRELOAD)
+    """Modules the zygote imports before forking (workers may not be able to import later)."""
+
+
+class SandboxError(Exception):
+    """A call into an environment failed. `kind` says how; the worker may be dead afterwards.
+
+    kinds: "timeout", "crashed" (worker died), "exception" (the environment raised),
+    "invalid" (a reply that breaks the contract), "protocol" (malformed or oversized frame,
+    unsolicited reply), "closed" (the session was already closed).
+    """
+
+    def __init__(self, kind: str, message: str, detail: str = "") -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+        self.detail = detail
+
+
+@dataclasses.dataclass(frozen=True)
+class LoadInfo:
+    class_name: str
+    kind: str  # "game" or "tool"
+    tools: tuple[dict[str, Any], ...]
+    has_solution: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class StepResult:
+    observation: str
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
+def _read_paths() -> list[str]:
+    paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths |= {os.path.join(p, "lib-dynload") for p in list(paths)}
+    return sorted(paths | {"/usr/share/zoneinfo"})
+
+
+def _sys_path() -> list[str]:
+    return [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
+
+
+class _Reader(asyncio.Protocol):
+    """Frames from a worker's reply pipe; checks each length before buffering its payload."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.buf = bytearray()
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while len(self.buf) >= 4:
+            (length,) = frames.HEADER.unpack_from(self.buf)
+            if length > self.session.config.max_reply_bytes:
+                self.buf.clear()
+                self.session._fail(
+                    "protocol",
+                    f"reply frame of {length} bytes exceeds the "
+                    f"{self.session.config.max_reply_bytes}-byte cap",
+                )
+                return
+            if len(self.buf) < 4 + length:
+                return
+            payload = bytes(self.buf[4 : 4 + length])
+            del self.buf[: 4 + length]
+            self.session._on_frame(payload)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.session._on_eof()
+
+
+class _Output(asyncio.Protocol):
+    """Captured stdout/stderr: keeps the first max_output_bytes, drains and counts the rest."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.kept = bytearray()
+        self.dropped = 0
+
+    def data_received(self, data: bytes) -> None:
+        room = self.cap - len(self.kept)
+        self.kept += data[:room]
+        self.dropped += max(0, len(data) - room)
+
+
+class Session:
+    """One environment instance in one worker process. Use through `Sandbox.open`."""
+
+    def __init__(self, sandbox: Sandbox, config: SandboxConfig) -> None:
+        self.sandbox = sandbox
+        self.config = config
+        self.pid = 0
+        self.pidfd = -1
+        self.layers: dict[str, str | None] = {}
+        self.info: LoadInfo | None = None
+        self.started = time.monotonic()
+        self._pending: asyncio.Future[Any] | None = None
+        self._hello: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.exit_status: asyncio.Future[dict[str, int]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._writer: asyncio.WriteTransport | None = None
+        self._transports: list[asyncio.BaseTransport] = []
+        self._output = _Output(config.max_output_bytes)
+        self._dead: SandboxError | None = None
+        self._scratch: str | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    async def _attach(self, req_w: int, rep_r: int, out_r: int) -> None:
+        loop = asyncio.get_running_loop()
+        wt, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(req_w, "wb", 0))
+        rt, _ = await loop.connect_read_pipe(lambda: _Reader(self), os.fdopen(rep_r, "rb", 0))
+        ot, _ = await loop.connect_read_pipe(lambda: self._output, os.fdopen(out_r, "rb", 0))
+        self._writer = wt  # type: ignore[assignment]
+        self._transports = [wt, rt, ot]
+
+    def _on_frame(self, payload: bytes) -> None:
+        try:
+            msg = frames.decode_payload(payload)
+        except frames.FrameError as exc:
+            self._fail("protocol", str(exc))
+            return
+        if not self._hello.done():
+            if isinstance(msg, dict) and msg.get("op") == "hello":
+                self._hello.set_result(msg)
+            else:
+                self._fail("protocol", "worker did not start with a hello frame")
+            return
+        if self._pending is None or self._pending.done():
+            self._fail("protocol", "unsolicited reply frame")
+            return
+        self._pending.set_result(msg)
+
+    def _on_eof(self) -> None:
+        if self._dead is None:
+            self._fail("crashed", "worker exited", kill=False)
+
+    def _fail(self, kind: str, message: str, kill: bool = True) -> None:
+        if self._dead is None:
+            self._dead = SandboxError(kind, message)
+        if kill:
+            self.kill()
+        for fut in (self._pending, self._hello):
+            if fut is not None and not fut.done():
+                fut.set_exception(self._dead)
+
+    def kill(self) -> None:
+        if self.pidfd >= 0:
+            with contextlib.suppress(ProcessLookupError, OSError):
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+
+    @property
+    def alive(self) -> bool:
+        return self._dead is None
+
+    @property
+    def output(self) -> str:
+        """Captured stdout/stderr of the worker (capped)."""
+        text = self._output.kept.decode("utf-8", "replace")
+        if self._output.dropped:
+            text += f"\n[... {self._output.dropped} more bytes dropped]"
+        return text
+
+    async def _death_reason(self) -> str:
+        with contextlib.suppress(asyncio.TimeoutError):
+            status = await asyncio.wait_for(asyncio.shield(self.exit_status), 0.5)
+            if "signal" in status:
+                name = signal.Signals(status["signal"]).name
+                return f"worker killed by {name}"
+            return f"worker exited with status {status['code']}"
+        return "worker exited"
+
+    async def _call(self, request: dict[str, Any], timeout: float) -> Any:
+        if self._dead is not None:
+            raise SandboxError("closed" if self._dead.kind == "closed" else self._dead.kind,
+                               f"session unusable: {self._dead.message}")
+        remaining = self.config.episode_timeout_s - (time.monotonic() - self.started)
+        budget = min(timeout, remaining)
+        what = request["op"]
+        if budget <= 0:
+            self._fail("timeout", "episode time budget exhausted")
+            raise SandboxError("timeout", f"{what}: episode time budget exhausted")
+        loop = asyncio.get_running_loop()
+        self._pending = fut = loop.create_future()
+        assert self._writer is not None
+        try:
+            self._writer.write(frames.encode(request))
+        except (OSError, RuntimeError) as exc:
+            self._fail("crashed", f"cannot write to worker: {exc}")
+        try:
+            reply = await asyncio.wait_for(fut, budget)
+        except asyncio.TimeoutError:
+            limit = "episode budget" if remaining < timeout else f"{timeout:g} s deadline"
+            self._fail("timeout", f"{what} exceeded the {limit}")
+            raise SandboxError("timeout", f"{what} exceeded the {limit}") from None
+        except SandboxError as exc:
+            if exc.kind == "crashed":
+                raise SandboxError("crashed", f"{what}: {await self._death_reason()}",
+                                   self.output[-2000:]) from None
+            raise
+        finally:
+            self._pending = None
+        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
+            raise SandboxError("protocol", f"{what}: malformed reply")
+        if not reply["ok"]:
+            message = f"{reply.get('type', '?')}: {reply.get('message', '')}"
+            kind = "invalid" if reply.get("error") == "unserialisable" else "exception"
+            raise SandboxError(kind, f"{what} raised {message}"[:2000],
+                               str(reply.get("traceback", ""))[:4000])
+        return reply.get("value")
+
+    # -- the API ----------------------------------------------------------------------------
+
+    async def _load(self, code: str, max_turns: int, kwargs: dict[str, Any], filename: str) -> None:
+        request = {"op": "load", "code": code, "max_turns": max_turns, "kwargs": kwargs,
+                   "filename": filename}
+        value = await self._call(request, self.config.load_timeout_s)
+        hello = self._hello.result()
+        layers = hello.get("layers") if isinstance(hello, dict) else None
+        if isinstance(layers, dict):
+            self.layers.update({str(k): (None if v is None else str(v)) for k, v in layers.items()})
+        if (
+            not isinstance(value, dict)
+            or not isinstance(value.get("class"), str)
+            or value.get("kind") not in ("game", "tool")
+            or not isinstance(value.get("tools"), list)
+        ):
+            raise SandboxError("protocol", "load: malformed reply")
+        self.info = LoadInfo(value["class"], value["kind"],
+                             tuple(t for t in value["tools"] if isinstance(t, dict)),
+                             bool(value.get("has_solution")))
+
+    async def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
+        value = await self._call({"op": "reset", "seed": seed}, self.config.call_timeout_s)
+        if not isinstance(value, list) or len(value) != 2:
+            raise SandboxError("invalid", f"reset must return (observation, info), got {_shape(value)}")
+        obs, info = value
+        self._check_obs("reset", obs)
+        if not isinstance(info, dict):
+            raise SandboxError("invalid", f"reset info must be a dict, got {type(info).__name__}")
+        return obs, info
+
+    async def step(self, action: str) -> StepResult:
+        value = await self._call({"op": "step", "action": action}, self.config.call_timeout_s)
+        if not isinstance(value, list) or len(value) != 5:
+            raise SandboxError(
+                "invalid",
+                "step must return (observation, reward, terminated, truncated, info), "
+                f"got {_shape(value)}",
+            )
+        obs, reward, terminated, truncated, info = value
+        self._check_obs("step", obs)
+        if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+            raise SandboxError("invalid", f"reward must be a number, got {type(reward).__name__}")
+        if not math.isfinite(reward) or abs(reward) > self.config.reward_bound:
+            raise SandboxError("invalid", f"reward {reward!r} outside "
+                               f"[-{self.config.reward_bound:g}, {self.config.reward_bound:g}]")
+        for name, flag in (("terminated", terminated), ("truncated", truncated)):
+            if not isinstance(flag, bool):
+                raise SandboxError("invalid", f"{name} must be a bool, got {type(flag).__name__}")
+        if not isinstance(info, dict):
+            raise SandboxError("invalid", f"step info must be a dict, got {type(info).__name__}")
+        return StepResult(obs, float(reward), terminated, truncated, info)
+
+    async def call_tool(self, name: str, args: dict[str, Any]) -> tuple[str, int]:
+        value = await self._call({"op": "tool", "name": name, "args": args},
+                                 self.config.call_timeout_s)
+        if (not isinstance(value, dict) or not isinstance(value.get("output"), str)
+                or value.get("returncode") not in (0, 1)):
+            raise SandboxError("invalid", "execute_tool must return {output: str, returncode: 0|1}")
+        self._check_obs("tool", value["output"])
+        return value["output"], value["returncode"]
+
+    async def solution(self) -> Any:
+        """The environment's `solution()` as JSON data (not trusted: the caller replays it)."""
+        return await self._call({"op": "solution"}, self.config.call_timeout_s)
+
+    def _check_obs(self, what: str, obs: Any) -> None:
+        if not isinstance(obs, str):
+            raise SandboxError("invalid", f"{what} observation must be a str, got {type(obs).__name__}")
+        if len(obs) > self.config.max_observation_chars:
+            raise SandboxError("invalid", f"{what} observation of {len(obs)} chars exceeds "
+                               f"{self.config.max_observation_chars}")
+
+    async def close(self) -> None:
+        """Kill the worker and release everything it held. Idempotent."""
+        if self._dead is None or self._dead.kind != "closed":
+            self._fail("closed", "session closed")
+        for transport in self._transports:
+            transport.close()
+        self._transports = []
+        if not self.exit_status.done():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.exit_status), 5.0)
+        if self.pidfd >= 0:
+            asyncio.get_running_loop().remove_reader(self.pidfd) if self._proc else None
+            os.close(self.pidfd)
+            self.pidfd = -1
+        if self._proc is not None:
+            isolation.remove_cgroup_tree(f"s{self._proc.pid}", "s")
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+        self.sandbox._sessions.discard(self)
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _shape(value: Any) -> str:
+    if isinstance(value, list):
+        return f"a sequence of {len(value)}"
+    return type(value).__name__
+
+
+class Sandbox:
+    """Runs environment programs in isolated worker processes. An async context manager:
+
+        async with Sandbox() as sandbox:
+            async with await sandbox.open(code) as env:
+                obs, info = await env.reset(seed=0)
+                result = await env.step("\\\\boxed{3}")
+    """
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        self.config = config or SandboxConfig()
+        self.layers: dict[str, str | None] = {}
+        self._zygote: subprocess.Popen[bytes] | None = None
+        self._ctrl: socket.socket | None = None
+        self._spawns: dict[int, asyncio.Future[tuple[int, int]]] = {}
+        self._by_pid: dict[int, Session] = {}
+        self._sessions: set[Session] = set()
+        self._next_id = 0
+        self._scratch_root: str | None = None
+        self._ready: asyncio.Future[dict[str, Any]] | None = None
+
+    def _worker_config(self, scratch_root: str) -> dict[str, Any]:
+        c = self.config
+        return {
+            "scratch_root": scratch_root,
+            "tmpfs_bytes": c.tmpfs_mb << 20,
+            "memory_bytes": c.memory_mb << 20,
+            "cgroup_memory_bytes": c.cgroup_memory_mb << 20,
+            "cpu_seconds": c.cpu_seconds,
+            "file_bytes": c.file_mb << 20,
+            "nofile": c.nofile,
+            "nproc": c.nproc,
+            "pids_max": c.pids_max,
+            "uid": c.uid,
+            "max_frame": 64 << 20,  # requests carry code; they come from us
+            "read_paths": _read_paths(),
+            "sys_path": _sys_path(),
+            "preload": list(c.preload),
+        }
+
+    @staticmethod
+    def _worker_env(hash_seed: int) -> dict[str, str]:
+        # Empty environment (SANDBOX.md lesson 1): nothing from ours, only what the worker needs.
+        env = {"PYTHONHASHSEED": str(hash_seed), "OPENBLAS_NUM_THREADS": "1",
+               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # correctness flags on some CPUs
+            if key in os.environ:
+                env[key] = os.environ[key]
+        return env
+
+    async def start(self) -> Sandbox:
+        if sys.platform != "linux":
+            raise RuntimeError("the spade sandbox needs Linux (pidfd, namespaces, seccomp)")
+        loop = asyncio.get_running_loop()
+        self._scratch_root = tempfile.mkdtemp(prefix="spade-sandbox-")
+        os.chmod(self._scratch_root, 0o711)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        cfg = json.dumps(self._worker_config(self._scratch_root))
+        self._zygote = subprocess.Popen(
+            [sys.executable, "-s", "-S", "-B", WORKER, "zygote", str(theirs.fileno()), cfg],
+            pass_fds=[theirs.fileno()], env=self._worker_env(0), stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+        )
+        theirs.close()
+        ours.setblocking(False)
+        self._ctrl = ours
+        self._ready = loop.create_future()
+        loop.add_reader(ours.fileno(), self._on_ctrl)
+        try:
+            ready = await asyncio.wait_for(self._ready, 60)
+        except (asyncio.TimeoutError, SandboxError):
+            await self.aclose()
+            raise RuntimeError("the sandbox zygote did not start") from None
+        self.layers = dict(ready.get("layers", {}))
+        # Per-child layers are reported by a probe worker: what a real session gets.
+        probe = await self.open("class ProbeEnv:\n    def reset(self, seed=None): return '', {}\n"
+                                "    def step(self, a): return '', 0.0, True, False, {}\n")
+        self.layers.update(probe.layers)
+        await probe.close()
+        missing = {k: v for k, v in self.layers.items() if v is not None}
+        if missing and self.config.require_full_isolation:
+            await self.aclose()
+            raise RuntimeError("isolation layers unavailable: " +
+                               "; ".join(f"{k}: {v}" for k, v in missing.items()))
+        return self
+
+    def _on_ctrl(self) -> None:
+        assert self._ctrl is not None
+        while True:
+            try:
+                msg, fds, _flags, _addr = socket.recv_fds(self._ctrl, 65536, 1)
+            except BlockingIOError:
+                return
+            except OSError:
+                msg, fds = b"", []
+            if not msg:  # the zygote is gone
+                asyncio.get_running_loop().remove_reader(self._ctrl.fileno())
+                err = SandboxError("crashed", "sandbox zygote exited")
+                for fut in list(self._spawns.values()) + ([self._ready] if self._ready else []):
+                    if not fut.done():
+                        fut.set_exception(err)
+                return
+            data = json.loads(msg)
+            op = data.get("op")
+            if op == "ready" and self._ready is not None and not self._ready.done():
+                self._ready.set_result(data)
+            elif op == "spawned":
+                fut = self._spawns.pop(data["id"], None)
+                if fut is not None and not fut.done() and fds:
+                    fut.set_result((data["pid"], fds[0]))
+                else:
+                    for fd in fds:
+                        os.close(fd)
+            elif op == "exited":
+                session = self._by_pid.pop(data["pid"], None)
+                if session is not None and not session.exit_status.done():
+                    session.exit_status.set_result(data["status"])
+
+    async def open(
+        self,
+        code: str,
+        *,
+        max_turns: int = 25,
+        kwargs: dict[str, Any] | None = None,
+        strict: bool = False,
+        hash_seed: int = 0,
+        filename: str = "<env>",
+    ) -> Session:
+        """Start a worker and load `code` into it; returns a live session.
+
+        `strict=True` uses a fresh interpreter (with `PYTHONHASHSEED=hash_seed`) instead of a
+        fork of the zygote: slower, but nothing is shared with other sessions.
+        Raises SandboxError if the file cannot be executed or its environment constructed.
+        """
+        session = Session(self, self.config)
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            if strict:
+                self._spawn_strict(session, hash_seed, req_r, rep_w, out_w)
+            else:
+                await self._spawn_forked(session, req_r, rep_w, out_w)
+        except BaseException:
+            for fd in (req_w, rep_r, out_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (req_r, rep_w, out_w):
+                os.close(fd)
+        self._sessions.add(session)
+        await session._attach(req_w, rep_r, out_r)
+        try:
+            await session._load(code, max_turns, kwargs or {}, filename)
+        except BaseException:
+            await session.close()
+            raise
+        return session
+
+    async def _spawn_forked(self, session: Session, req_r: int, rep_w: int, out_w: int) -> None:
+        if self._ctrl is None:
+            raise SandboxError("closed", "sandbox not started")
+        self._next_id += 1
+        fut: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+        self._spawns[self._next_id] = fut
+        socket.send_fds(self._ctrl, [json.dumps({"op": "spawn", "id": self._next_id}).encode()],
+                        [req_r, rep_w, out_w])
+        try:
+            session.pid, session.pidfd = await asyncio.wait_for(fut, self.config.load_timeout_s)
+        except asyncio.TimeoutError:
+            self._spawns.pop(self._next_id, None)
+            raise SandboxError("timeout", "the zygote did not fork a worker in time") from None
+        self._by_pid[session.pid] = session
+
+    def _spawn_strict(self, session: Session, hash_seed: int, req_r: int, rep_w: int,
+                      out_w: int) -> None:
+        session._scratch = tempfile.mkdtemp(prefix="spade-strict-")
+        os.chmod(session._scratch, 0o711)
+        cfg = json.dumps(self._worker_config(session._scratch))
+        proc = subprocess.Popen(
+            [sys.executable, "-s", "-S", "-B", WORKER, "single", str(req_r), str(rep_w),
+             str(out_w), cfg],
+            pass_fds=[req_r, rep_w, out_w], env=self._worker_env(hash_seed),
+            stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, start_new_session=True,
+        )
+        session._proc = proc
+        session.pid = proc.pid
+        session.pidfd = os.pidfd_open(proc.pid)
+
+        def reap() -> None:
+            asyncio.get_running_loop().remove_reader(session.pidfd)
+            code = proc.wait()
+            status = {"signal": -code} if code < 0 else {"code": code}
+            if not session.exit_status.done():
+                session.exit_status.set_result(status)
+
+        asyncio.get_running_loop().add_reader(session.pidfd, reap)
+
+    async def aclose(self) -> None:
+        """Close every session, stop the zygote and remove the scratch root."""
+        for session in list(self._sessions):
+            await session.close()
+        if self._ctrl is not None:
+            with contextlib.suppress(ValueError, RuntimeError):
+                asyncio.get_running_loop().remove_reader(self._ctrl.fileno())
+            self._ctrl.close()
+            self._ctrl = None
+        if self._zygote is not None:
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, self._zygote.wait, 10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self._zygote.pid, signal.SIGKILL)
+                self._zygote.wait()
+            self._zygote = None
+        if self._scratch_root is not None:
+            shutil.rmtree(self._scratch_root, ignore_errors=True)
+            self._scratch_root = None
+
+    async def __aenter__(self) -> Sandbox:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,296 @@
+"""The sandbox worker: the only code that runs environment programs. Standard library only.
+
+Run by the supervisor as a script, never imported by trusted code:
+
+    python -s -S worker.py zygote CTRL_FD CONFIG_JSON     # fork server (default mode)
+    python -s -S worker.py single REQ_FD REP_FD CONFIG_JSON  # strict mode: one fresh interpreter
+
+The zygote pre-imports the modules environments use (after the uid drop the interpreter's files
+may be unreadable, as with pyenv under /root), unshares its namespaces once, then forks one child
+per session on request. The supervisor sends the child's pipes with the request (SCM_RIGHTS);
+the zygote answers with the child's pid and a pidfd, so the supervisor can SIGKILL it without a
+pid-reuse race, and later reports how it exited. A child isolates itself (see isolation.py) and
+then serves requests: one JSON frame in on fd 3, one JSON frame out on fd 4, stdout and stderr
+go to a capture pipe. Nothing here is trusted by the supervisor: it re-validates every reply.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import selectors
+import shutil
+import socket
+import sys
+import traceback
+
+import frames
+import isolation
+import runtime
+
+REQ_FD, REP_FD = 3, 4
+
+
+def _preload(cfg: dict) -> None:
+    sys.path.extend(p for p in cfg["sys_path"] if p not in sys.path)
+    for name in cfg["preload"]:
+        try:
+            importlib.import_module(name)
+        except Exception:  # optional modules (numpy, math_verify) may be missing
+            pass
+
+
+# --- serving one environment (child side) ---------------------------------------------------
+
+
+class _Session:
+    def __init__(self, max_frame: int) -> None:
+        self.env: object = None
+        self.max_frame = max_frame
+
+    def handle(self, req: dict) -> object:
+        op = req.get("op")
+        if op == "load":
+            return self.load(req)
+        if self.env is None:
+            raise RuntimeError("no environment loaded")
+        env = self.env
+        if op == "reset":
+            try:
+                out = env.reset(seed=req.get("seed"))  # type: ignore[attr-defined]
+            except TypeError as exc:
+                if "seed" not in str(exc):
+                    raise
+                out = env.reset(req.get("seed"))  # type: ignore[attr-defined]
+            return list(out) if isinstance(out, tuple) else out
+        if op == "step":
+            out = env.step(req["action"])  # type: ignore[attr-defined]
+            return list(out) if isinstance(out, tuple) else out
+        if op == "tool":
+            return env.execute_tool(req["name"], req["args"])  # type: ignore[attr-defined]
+        if op == "solution":
+            fn = getattr(env, "solution", None)
+            return fn() if callable(fn) else None
+        if op == "close":
+            fn = getattr(env, "close", None)
+            if callable(fn):
+                fn()
+            return None
+        raise ValueError(f"unknown op {op!r}")
+
+    def load(self, req: dict) -> object:
+        source = req["code"]
+        namespace = runtime.build_namespace()
+        exec(compile(source, req.get("filename", "<env>"), "exec"), namespace)
+        cls = runtime.find_env_class(source, namespace)
+        self.env = env = runtime.instantiate(cls, req["max_turns"], req.get("kwargs"))
+        is_tool = isinstance(env, runtime.ToolUseBaseEnv)
+        return {
+            "class": cls.__name__,
+            "kind": "tool" if is_tool else "game",
+            "tools": env.get_tools() if is_tool else [],
+            "has_solution": callable(getattr(env, "solution", None)),
+        }
+
+
+def _error(kind: str, exc: BaseException) -> dict:
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    return {
+        "ok": False,
+        "error": kind,
+        "type": type(exc).__name__,
+        "message": str(exc)[:2000],
+        "traceback": "".join(tb)[-4000:],
+    }
+
+
+def serve(layers: dict, max_frame: int) -> None:
+    session = _Session(max_frame)
+    frames.write_all(REP_FD, frames.encode({"op": "hello", "pid": os.getpid(), "layers": layers}))
+    while True:
+        try:
+            req = frames.read_frame(REQ_FD, max_frame)
+        except EOFError:
+            return
+        try:
+            reply: dict = {"ok": True, "value": session.handle(req)}
+        # SystemExit, KeyboardInterrupt, GeneratorExit and custom BaseExceptions from the
+        # environment are failures of that call, reported like any exception (lesson 6).
+        except BaseException as exc:  # noqa: BLE001
+            reply = _error("exception", exc)
+        try:
+            data = frames.encode(reply)
+        except (TypeError, ValueError, RecursionError) as exc:
+            data = frames.encode(_error("unserialisable", exc))
+        frames.write_all(REP_FD, data)
+
+
+# --- isolation of one child -------------------------------------------------------------------
+
+
+def _place_fds(fds: list[int], targets: list[int]) -> None:
+    """dup2 fds onto targets without clobbering, then close everything else above them."""
+    high = [os.dup(fd) if fd >= 10 else _dup_high(fd) for fd in fds]
+    for fd, target in zip(high, targets):
+        os.dup2(fd, target, inheritable=False)
+    os.closerange(max(targets) + 1, os.sysconf("SC_OPEN_MAX"))
+
+
+def _dup_high(fd: int) -> int:
+    import fcntl
+
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+
+
+def isolate(cfg: dict, name: str, fds: list[int], cg_parents: dict, seccomp_lib: object) -> dict:
+    """Apply every per-process layer; returns {layer: None if active else reason}."""
+    layers: dict[str, str | None] = {}
+    root = os.geteuid() == 0
+    isolation.set_parent_death_signal()
+    layers["cgroup"] = isolation.join_cgroup(
+        cg_parents, name, cfg["pids_max"], cfg["cgroup_memory_bytes"]
+    )
+    scratch = os.path.join(cfg["scratch_root"], name)
+    os.mkdir(scratch, 0o700)
+    if root:
+        os.chown(scratch, cfg["uid"], cfg["uid"])
+    devnull = os.open("/dev/null", os.O_RDWR)
+    # fds = [req, rep, out]; targets: 0 stdin, 1 stdout, 2 stderr, 3 requests, 4 replies
+    _place_fds([devnull, fds[2], fds[2], fds[0], fds[1]], [0, 1, 2, 3, 4])
+    os.chdir(scratch)
+    os.environ.clear()
+    os.environ.update(HOME=scratch, TMPDIR=scratch, LANG="C.UTF-8")
+    isolation.set_rlimits(cfg["memory_bytes"], cfg["cpu_seconds"], cfg["file_bytes"], cfg["nofile"])
+    isolation.prctl(isolation.PR_SET_NO_NEW_PRIVS, 1)
+    layers["landlock"] = isolation.apply_landlock(cfg["read_paths"], [scratch, "/dev/null"])
+    layers["unprivileged_uid"] = isolation.drop_privileges(cfg["uid"], cfg["uid"])
+    if layers["unprivileged_uid"] is None:
+        isolation.set_nproc_limit(cfg["nproc"])
+    layers["rlimits"] = None
+    layers["seccomp"] = isolation.apply_seccomp(seccomp_lib)  # type: ignore[arg-type]
+    return layers
+
+
+# --- zygote ---------------------------------------------------------------------------------
+
+
+def zygote_main(ctrl_fd: int, cfg: dict) -> None:
+    _preload(cfg)
+    isolation.set_parent_death_signal()
+    ctrl = socket.socket(fileno=ctrl_fd)
+    zygote_layers: dict[str, str | None] = {}
+    if os.geteuid() == 0:
+        zygote_layers.update(isolation.unshare_namespaces(cfg["scratch_root"], cfg["tmpfs_bytes"]))
+    else:
+        zygote_layers["network_namespace"] = "not root: cannot unshare namespaces"
+        zygote_layers["private_tmpfs"] = "not root: cannot mount a private tmpfs"
+    cg_parents = isolation.cgroup_parents(f"z{os.getpid()}")
+    seccomp_lib = isolation.load_libseccomp()
+    ctrl.send(json.dumps({"op": "ready", "pid": os.getpid(), "layers": zygote_layers}).encode())
+
+    sel = selectors.DefaultSelector()
+    sel.register(ctrl, selectors.EVENT_READ, None)
+    children: dict[int, tuple[int, str]] = {}  # pid -> (own pidfd, name)
+    zygote_pid = os.getpid()
+    counter = 0
+    while True:
+        for key, _ in sel.select():
+            if key.data is None:  # control message
+                try:
+                    msg, fds, _flags, _addr = socket.recv_fds(ctrl, 65536, 3)
+                except OSError:
+                    msg = b""
+                if not msg:
+                    _shutdown(children, cg_parents, cfg)
+                    return
+                req = json.loads(msg)
+                counter += 1
+                name = f"w{counter}"
+                pid = os.fork()
+                if pid == 0:
+                    code = 70
+                    try:
+                        if os.getppid() != zygote_pid:
+                            os._exit(71)
+                        os.setsid()
+                        layers = isolate(cfg, name, fds, cg_parents, seccomp_lib)
+                        serve(layers, cfg["max_frame"])
+                        code = 0
+                    except BaseException:  # noqa: BLE001 - the child must never return into the loop
+                        traceback.print_exc()
+                    os._exit(code)
+                for fd in fds:
+                    os.close(fd)
+                own = os.pidfd_open(pid)
+                theirs = os.pidfd_open(pid)
+                children[pid] = (own, name)
+                sel.register(own, selectors.EVENT_READ, pid)
+                reply = {"op": "spawned", "id": req["id"], "pid": pid}
+                socket.send_fds(ctrl, [json.dumps(reply).encode()], [theirs])
+                os.close(theirs)
+            else:  # a child exited
+                pid = key.data
+                own, name = children.pop(pid)
+                sel.unregister(own)
+                os.close(own)
+                _, status = os.waitpid(pid, 0)
+                _cleanup(cg_parents, cfg, name)
+                info = {"op": "exited", "pid": pid, "status": _describe(status)}
+                try:
+                    ctrl.send(json.dumps(info).encode())
+                except OSError:
+                    pass
+
+
+def _describe(status: int) -> dict:
+    if os.WIFSIGNALED(status):
+        return {"signal": os.WTERMSIG(status)}
+    return {"code": os.WEXITSTATUS(status)}
+
+
+def _cleanup(cg_parents: dict, cfg: dict, name: str) -> None:
+    isolation.remove_cgroup(cg_parents, name)
+    shutil.rmtree(os.path.join(cfg["scratch_root"], name), ignore_errors=True)
+
+
+def _shutdown(children: dict, cg_parents: dict, cfg: dict) -> None:
+    for pid, (own, name) in children.items():
+        try:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        _cleanup(cg_parents, cfg, name)
+    for path in cg_parents.values():
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+# --- strict mode: one fresh interpreter per session -----------------------------------------
+
+
+def single_main(req_fd: int, rep_fd: int, out_fd: int, cfg: dict) -> None:
+    _preload(cfg)
+    layers: dict[str, str | None] = {}
+    if os.geteuid() == 0:
+        layers.update(isolation.unshare_namespaces(cfg["scratch_root"], cfg["tmpfs_bytes"]))
+    cg_parents = isolation.cgroup_parents(f"s{os.getpid()}")
+    try:
+        layers.update(isolate(cfg, "s", [req_fd, rep_fd, out_fd], cg_parents, isolation.load_libseccomp()))
+        serve(layers, cfg["max_frame"])
+    finally:
+        # groups are emptied by our exit; the supervisor removes them (we may lack the rights now)
+        pass
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "zygote":
+        zygote_main(int(sys.argv[2]), json.loads(sys.argv[3]))
+    elif mode == "single":
+        single_main(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), json.loads(sys.argv[5]))
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")

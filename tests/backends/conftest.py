@@ -1,0 +1,85 @@
+"""Fixtures for the backend tests: a throw-away model cache, the ~1M-parameter `tiny-test` model,
+and a fake OpenAI-compatible server process on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run from a checkout without an installed package
+    sys.path.insert(0, str(ROOT))
+
+FAKE_SERVER = Path(__file__).with_name("fake_openai_server.py")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Build tiny models into a temporary cache, never the user's."""
+    path = tmp_path_factory.mktemp("spade-cache")
+    old = os.environ.get("SPADE_CACHE_DIR")
+    os.environ["SPADE_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        os.environ.pop("SPADE_CACHE_DIR", None)
+    else:
+        os.environ["SPADE_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def torch_threads() -> None:
+    import torch
+
+    torch.set_num_threads(min(2, os.cpu_count() or 1))
+
+
+@pytest.fixture
+def make_local(torch_threads: None) -> Callable[..., object]:
+    """LocalBackend on the tiny-test model; keyword arguments go to PPOConfig (lr defaults to 1e-3)."""
+    from spade.backends.base import PPOConfig
+    from spade.backends.local import LocalBackend, LocalConfig
+
+    def make(seed: int = 0, model: str = "tiny-test", lora=None, **ppo: object) -> LocalBackend:
+        ppo.setdefault("learning_rate", 1e-3)
+        return LocalBackend(
+            LocalConfig(model=model, seed=seed, device="cpu", ppo=PPOConfig(**ppo), lora=lora)  # type: ignore[arg-type]
+        )
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer(_model_cache: Path):
+    from transformers import AutoTokenizer
+
+    from spade.backends.tiny import tiny_model_path
+
+    return AutoTokenizer.from_pretrained(tiny_model_path("tiny-test"), local_files_only=True)
+
+
+@pytest.fixture
+def fake_server() -> Iterator[Callable[..., str]]:
+    """start(*args) -> base URL of a fresh fake server; every server started is stopped afterwards."""
+    procs: list[subprocess.Popen[str]] = []
+
+    def start(*args: str) -> str:
+        proc = subprocess.Popen(
+            [sys.executable, str(FAKE_SERVER), "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        procs.append(proc)
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("PORT "), f"fake server did not start: {line!r}"
+        return f"http://127.0.0.1:{int(line.split()[1])}/v1"
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=5)
