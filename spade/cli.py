@@ -1,4 +1,4 @@
-"""The `spade` command line: `spade validate | play | doctor | seeds`.
+"""The `spade` command line: `spade validate | play | seeds | doctor`.
 
 Each subcommand is a function whose signature tyro turns into flags; heavy libraries (torch,
 transformers) are never imported here, so `spade --help` and `spade validate` start quickly.
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -88,8 +90,11 @@ def validate(
                         mark = "[green]admitted[/]" if verdict.admitted else "[red]rejected[/]"
                         progress.console.print(f"{mark} {files[i]}")
                         for f in verdict.failures:
-                            progress.console.print(f"    [yellow]{f.check}[/]: {f.reason}",
-                                                   markup=True, highlight=False)
+                            progress.console.print(
+                                f"    [yellow]{f.check}[/]: {f.reason}",
+                                markup=True,
+                                highlight=False,
+                            )
 
                 await validate_many(programs, sandbox, cfg, pool_programs, concurrency, report)
         return admitted
@@ -146,8 +151,9 @@ def play(
     async def run() -> int:
         async with Sandbox() as sandbox:
             try:
-                session = await sandbox.open(path.read_text(), max_turns=max_turns, kwargs=kwargs,
-                                             filename=str(path))
+                session = await sandbox.open(
+                    path.read_text(), max_turns=max_turns, kwargs=kwargs, filename=str(path)
+                )
                 obs, _ = await session.reset(seed)
             except SandboxError as err:
                 console.print(f"[red]cannot start the environment[/]: {err.message}")
@@ -182,10 +188,17 @@ def play(
                 console.print(result.observation)
             await session.close()
         ret = max(-1.0, min(1.0, reward)) if terminated else 0.0
-        ending = ("terminated" if terminated else "truncated" if truncated or turn >= max_turns
-                  else "stopped")
-        console.rule(f"episode {ending} after {turn} turns: return {ret:g} "
-                     f"({'win' if ret > 0 else 'no win'})")
+        ending = (
+            "terminated"
+            if terminated
+            else "truncated"
+            if truncated or turn >= max_turns
+            else "stopped"
+        )
+        console.rule(
+            f"episode {ending} after {turn} turns: return {ret:g} "
+            f"({'win' if ret > 0 else 'no win'})"
+        )
         return EXIT_OK
 
     return asyncio.run(run())
@@ -215,23 +228,116 @@ def doctor(require_full: bool = False) -> int:
     table.add_column("status")
     table.add_column("detail")
     for name, reason in layers.items():
-        table.add_row(name, "[green]active[/]" if reason is None else "[red]missing[/]",
-                      reason or "")
+        table.add_row(
+            name, "[green]active[/]" if reason is None else "[red]missing[/]", reason or ""
+        )
     console = Console()
     console.print(table)
-    console.print(f"python {platform.python_version()} on {platform.platform()}; "
-                  f"Landlock ABI {landlock_abi()}")
+    console.print(
+        f"python {platform.python_version()} on {platform.platform()}; "
+        f"Landlock ABI {landlock_abi()}"
+    )
     missing = [k for k, v in layers.items() if v is not None]
     if missing:
         console.print(f"[yellow]{len(missing)} layer(s) missing[/]: {', '.join(missing)}")
     return EXIT_REJECTED if (missing and require_full) else EXIT_OK
 
 
-COMMANDS = {"validate": validate, "play": play, "doctor": doctor}
+def seeds(
+    heldout: bool = False,
+    measure: bool = False,
+    json_lines: Annotated[bool, tyro.conf.arg(name="json")] = False,
+) -> int:
+    """List the bundled environments with skill, difficulty range and turn profile.
+
+    Args:
+        heldout: List the held-out evaluation environments instead of the seeds.
+        measure: Play each `solution()` in the sandbox (seeds 0-4) and report its median length
+            per difficulty level.
+        json_lines: One JSON object per environment per line.
+    """
+    import statistics
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from spade import bundled
+    from spade.sandbox import Sandbox, SandboxError
+
+    programs = bundled.heldout_programs() if heldout else bundled.seed_programs()
+    lengths: dict[str, dict[int, float]] = {}
+
+    async def measure_all() -> None:
+        async with Sandbox() as sandbox:
+            for program in programs:
+                per_level: dict[int, float] = {}
+                for level in program.difficulty_levels() or (0,):
+                    kwargs = {"difficulty": level} if level else {}
+                    counts = []
+                    for seed in range(5):
+                        try:
+                            session = await sandbox.open(program.code, kwargs=kwargs)
+                            await session.reset(seed)
+                            solution = await session.solution()
+                            await session.close()
+                        except SandboxError:
+                            break
+                        if isinstance(solution, list):
+                            counts.append(len(solution))
+                    if counts:
+                        per_level[level] = statistics.median(counts)
+                lengths[program.env_id] = per_level
+
+    if measure:
+        asyncio.run(measure_all())
+    rows = []
+    for program in programs:
+        levels = program.difficulty_levels()
+        rows.append(
+            {
+                "path": str(Path(program.source).relative_to(bundled.ROOT)),
+                "skill": program.skill,
+                "difficulty": f"{levels[0]}-{levels[-1]}" if levels else "",
+                "turns": program.metadata.get("turns", ""),
+                "description": program.description,
+                "env_id": program.env_id,
+                **({"solution_length": lengths.get(program.env_id, {})} if measure else {}),
+            }
+        )
+    if json_lines:
+        for row in rows:
+            print(json.dumps(row))
+        return EXIT_OK
+    table = Table(title=f"bundled {'held-out' if heldout else 'seed'} environments ({len(rows)})")
+    for column in ("skill", "difficulty", "turns", "solution length" if measure else None):
+        if column:
+            table.add_column(column)
+    table.add_column("file / description")
+    for row in rows:
+        sol = row.get("solution_length")
+        cells = [row["skill"], row["difficulty"], row["turns"]]
+        if measure:
+            cells.append(" / ".join(f"{v:g}" for v in sol.values()) if sol else "-")
+        table.add_row(*cells, f"{Path(row['path']).name}\n[dim]{row['description']}[/]")
+    Console().print(table)
+    return EXIT_OK
+
+
+COMMANDS: dict[str, Callable[..., int]] = {
+    "validate": validate,
+    "play": play,
+    "doctor": doctor,
+    "seeds": seeds,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    return int(tyro.extras.subcommand_cli_from_dict(COMMANDS, args=argv, prog="spade") or 0)
+    try:
+        result = tyro.extras.subcommand_cli_from_dict(COMMANDS, args=argv, prog="spade")  # type: ignore[arg-type]
+    except BrokenPipeError:  # `spade ... | head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    return int(result or 0)
 
 
 if __name__ == "__main__":

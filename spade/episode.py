@@ -40,8 +40,9 @@ async def run_episode(
         action = to_action(session, reply)
         result = await session.step(action)
         observation = result.observation
-        turns.append(Turn(reply, action, observation, result.reward, result.terminated,
-                          result.truncated))
+        turns.append(
+            Turn(reply, action, observation, result.reward, result.terminated, result.truncated)
+        )
         terminated, truncated = result.terminated, result.truncated
         if terminated or truncated:
             break

@@ -87,8 +87,9 @@ class Program:
         return env_id_of(self.code)
 
     @classmethod
-    def from_code(cls, code: str, *, source: str = "", hint: str | None = None,
-                  skill: str | None = None) -> Program:
+    def from_code(
+        cls, code: str, *, source: str = "", hint: str | None = None, skill: str | None = None
+    ) -> Program:
         description, meta = parse_header(code)
         if skill is None:
             skill = meta.get("skill", "")

@@ -58,8 +58,12 @@ RANDOM_VOCAB = (
     + [f"{a},{b}" for a in range(3) for b in range(3)]
 )
 GAME_CONSTANTS = ("\\boxed{1}", "\\boxed{test}", "\\boxed{42}", "\\boxed{0}", "\\boxed{A}")
-TOOL_CONSTANTS = ("<answer>0</answer>", "<answer>done</answer>", "<answer>yes</answer>",
-                  "<answer>1</answer>")
+TOOL_CONSTANTS = (
+    "<answer>0</answer>",
+    "<answer>done</answer>",
+    "<answer>yes</answer>",
+    "<answer>1</answer>",
+)
 
 
 def probe_policies(kind: str) -> dict[str, Callable[[int], Policy]]:
@@ -104,13 +108,23 @@ def check_env_class(program: Program, cfg: ValidatorConfig) -> CheckFailure | No
     if not names:
         return CheckFailure("env_class", "no top-level class whose name ends in 'Env'")
     if len(names) > 1:
-        return CheckFailure("env_class", f"{len(names)} environment classes ({', '.join(names)}); "
-                            "expected exactly one")
+        return CheckFailure(
+            "env_class",
+            f"{len(names)} environment classes ({', '.join(names)}); expected exactly one",
+        )
     return None
 
 
-_ALLOWED_TOP = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                ast.Assign, ast.AnnAssign, ast.AugAssign)
+_ALLOWED_TOP = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+)
 
 
 def _top_level_ok(node: ast.stmt) -> bool:
@@ -120,8 +134,11 @@ def _top_level_ok(node: ast.stmt) -> bool:
         return True  # docstrings
     if isinstance(node, ast.If):  # `if __name__ == "__main__":` blocks never run in the sandbox
         test = node.test
-        return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
-                and test.left.id == "__name__")
+        return (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__"
+        )
     if isinstance(node, ast.Try):  # try: import x / except ImportError: ...
         body = node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
         return all(_top_level_ok(s) or isinstance(s, ast.Pass) for s in body)
@@ -131,9 +148,12 @@ def _top_level_ok(node: ast.stmt) -> bool:
 def check_top_level(program: Program, cfg: ValidatorConfig) -> CheckFailure | None:
     for node in ast.parse(program.code).body:
         if not _top_level_ok(node):
-            return CheckFailure("top_level", f"line {node.lineno}: top-level "
-                                f"{type(node).__name__} statement; only imports, definitions "
-                                "and assignments are allowed")
+            return CheckFailure(
+                "top_level",
+                f"line {node.lineno}: top-level "
+                f"{type(node).__name__} statement; only imports, definitions "
+                "and assignments are allowed",
+            )
     return None
 
 
@@ -145,35 +165,54 @@ def shingles(code: str, n: int = 5) -> frozenset[tuple[str, ...]]:
     tokens: list[str] = []
     try:
         for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-            if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
-                            tokenize.DEDENT, tokenize.ENDMARKER):
+            if tok.type in (
+                tokenize.COMMENT,
+                tokenize.NL,
+                tokenize.NEWLINE,
+                tokenize.INDENT,
+                tokenize.DEDENT,
+                tokenize.ENDMARKER,
+            ):
                 continue
-            tokens.append({tokenize.STRING: "STR", tokenize.NUMBER: "NUM"}.get(tok.type, tok.string))
+            tokens.append(
+                {tokenize.STRING: "STR", tokenize.NUMBER: "NUM"}.get(tok.type, tok.string)
+            )
     except (tokenize.TokenError, SyntaxError):
         tokens = code.split()
     return frozenset(tuple(tokens[i : i + n]) for i in range(max(len(tokens) - n + 1, 1)))
 
 
-def check_duplicates(program: Program, pool: Sequence[Program],
-                     cfg: ValidatorConfig) -> CheckFailure | None:
+def check_duplicates(
+    program: Program, pool: Sequence[Program], cfg: ValidatorConfig
+) -> CheckFailure | None:
     env_id = program.env_id
     mine = shingles(program.code)
     for other in pool:
         if other.env_id == env_id:
-            return CheckFailure("duplicate", f"identical to {env_id[:12]} ({other.source or 'pool'})")
+            return CheckFailure(
+                "duplicate", f"identical to {env_id[:12]} ({other.source or 'pool'})"
+            )
     for other in pool:
         theirs = shingles(other.code)
         jaccard = len(mine & theirs) / max(len(mine | theirs), 1)
         if jaccard >= cfg.near_duplicate_threshold:
-            return CheckFailure("near_duplicate", f"{jaccard:.2f} token similarity to "
-                                f"{other.env_id[:12]} ({other.source or 'pool'})")
+            return CheckFailure(
+                "near_duplicate",
+                f"{jaccard:.2f} token similarity to {other.env_id[:12]} ({other.source or 'pool'})",
+            )
     return None
 
 
 # --- dynamic checks ---------------------------------------------------------------------------
 
-_KIND_TO_CHECK = {"timeout": "resource", "crashed": "resource", "exception": "exception",
-                  "invalid": "contract", "protocol": "contract", "closed": "resource"}
+_KIND_TO_CHECK = {
+    "timeout": "resource",
+    "crashed": "resource",
+    "exception": "exception",
+    "invalid": "contract",
+    "protocol": "contract",
+    "closed": "resource",
+}
 
 
 def _failure(err: SandboxError, context: str) -> CheckFailure:
@@ -184,8 +223,12 @@ def _replayable(solution: Any, kind: str) -> list[str] | None:
     marker = ("<answer>", "<tool_call>", "<function=") if kind == "tool" else ("\\boxed{",)
     if isinstance(solution, str):
         solution = [solution]
-    if (isinstance(solution, list) and solution and all(isinstance(s, str) for s in solution)
-            and any(m in s for s in solution for m in marker)):
+    if (
+        isinstance(solution, list)
+        and solution
+        and all(isinstance(s, str) for s in solution)
+        and any(m in s for s in solution for m in marker)
+    ):
         return solution
     return None  # prose (reference tool-use files) or nothing: not replayable
 
@@ -202,23 +245,34 @@ class _Run:
         self.episodes: list[Episode] = []
         self.kind = "game"
 
-    async def episodes_with(self, policy_for_seed: Callable[[int], Policy], seeds: Iterable[int],
-                            kwargs: dict[str, Any] | None = None,
-                            context: str = "") -> list[Episode] | None:
+    async def episodes_with(
+        self,
+        policy_for_seed: Callable[[int], Policy],
+        seeds: Iterable[int],
+        kwargs: dict[str, Any] | None = None,
+        context: str = "",
+    ) -> list[Episode] | None:
         """Play one episode per seed in one worker; None (and a failure) on a sandbox error."""
         seeds = list(seeds)
         try:
-            session = await self.sandbox.open(self.program.code, max_turns=self.cfg.max_turns,
-                                              kwargs=kwargs)
+            session = await self.sandbox.open(
+                self.program.code, max_turns=self.cfg.max_turns, kwargs=kwargs
+            )
         except SandboxError as err:
             self.failures.append(_failure(err, f"{context}: load"))
             return None
         out = []
         try:
             for seed in seeds:
-                out.append(await run_episode(session, policy_for_seed(seed), seed=seed,
-                                             max_turns=self.cfg.max_turns,
-                                             env_id=self.program.env_id))
+                out.append(
+                    await run_episode(
+                        session,
+                        policy_for_seed(seed),
+                        seed=seed,
+                        max_turns=self.cfg.max_turns,
+                        env_id=self.program.env_id,
+                    )
+                )
         except SandboxError as err:
             self.failures.append(_failure(err, f"{context}, seed {seeds[len(out)]}"))
             return None
@@ -243,26 +297,33 @@ class _Run:
     async def check_not_trivial(self) -> None:
         seeds = range(self.cfg.probe_seeds)
         probes = probe_policies(self.kind)
-        results = await asyncio.gather(*(
-            self.episodes_with(make, seeds, context=f"probe {name!r}")
-            for name, make in probes.items()
-        ))
+        results = await asyncio.gather(
+            *(
+                self.episodes_with(make, seeds, context=f"probe {name!r}")
+                for name, make in probes.items()
+            )
+        )
         rates = {}
         for name, episodes in zip(probes, results):
             if episodes is None:
                 continue
             rates[name] = sum(e.won for e in episodes) / len(episodes)
             if rates[name] > self.cfg.max_probe_win_rate:
-                self.failures.append(CheckFailure(
-                    "not_trivial", f"probe {name!r} wins {rates[name]:.0%} of "
-                    f"{len(episodes)} episodes (limit {self.cfg.max_probe_win_rate:.0%})"))
+                self.failures.append(
+                    CheckFailure(
+                        "not_trivial",
+                        f"probe {name!r} wins {rates[name]:.0%} of "
+                        f"{len(episodes)} episodes (limit {self.cfg.max_probe_win_rate:.0%})",
+                    )
+                )
         self.stats["probe_win_rates"] = rates
 
-    async def solution_for(self, seed: int, kwargs: dict[str, Any]) -> list[str] | None | str:
+    async def solution_for(self, seed: int, kwargs: dict[str, Any]) -> list[str] | str | None:
         """The replayable solution at `seed`, None if not replayable, or an error reason."""
         try:
-            session = await self.sandbox.open(self.program.code, max_turns=self.cfg.max_turns,
-                                              kwargs=kwargs)
+            session = await self.sandbox.open(
+                self.program.code, max_turns=self.cfg.max_turns, kwargs=kwargs
+            )
             try:
                 await session.reset(seed)
                 return _replayable(await session.solution(), self.kind)
@@ -286,31 +347,46 @@ class _Run:
                     self.stats["solution"] = "not replayable (skipped)"
                     return
                 assert isinstance(replies, list)
-                episodes = await self.episodes_with(lambda _s, r=replies: replay(r), [seed], kwargs,
-                                                    f"solution replay ({label})")
+                policy = replay(replies)
+                episodes = await self.episodes_with(
+                    lambda _s: policy, [seed], kwargs, f"solution replay ({label})"
+                )
                 if episodes is None:
                     return
                 if not episodes[0].won:
-                    self.failures.append(CheckFailure(
-                        "solvable", f"solution() does not win at {label}, seed {seed} "
-                        f"(return {episodes[0].return_:g} after {len(episodes[0].turns)} turns)"))
+                    self.failures.append(
+                        CheckFailure(
+                            "solvable",
+                            f"solution() does not win at {label}, seed {seed} "
+                            f"(return {episodes[0].return_:g} after "
+                            f"{len(episodes[0].turns)} turns)",
+                        )
+                    )
                     return
                 lengths.setdefault(label, []).append(len(replies))
         self.stats["solution"] = "wins"
         self.stats["solution_lengths"] = lengths
 
     def check_termination(self) -> None:
-        ended = [e for e in self.episodes if e.turns and (e.turns[-1].terminated
-                                                          or e.turns[-1].truncated)]
+        ended = [
+            e
+            for e in self.episodes
+            if e.turns and (e.turns[-1].terminated or e.turns[-1].truncated)
+        ]
         if self.episodes and not ended:
-            self.failures.append(CheckFailure(
-                "termination", f"none of {len(self.episodes)} episodes ended by the environment's "
-                f"own signal within {self.cfg.max_turns} turns"))
+            self.failures.append(
+                CheckFailure(
+                    "termination",
+                    f"none of {len(self.episodes)} episodes ended by the environment's "
+                    f"own signal within {self.cfg.max_turns} turns",
+                )
+            )
 
     async def transcripts(self, hash_seed: int) -> list[Any] | str:
         try:
-            session = await self.sandbox.open(self.program.code, max_turns=self.cfg.max_turns,
-                                              strict=True, hash_seed=hash_seed)
+            session = await self.sandbox.open(
+                self.program.code, max_turns=self.cfg.max_turns, strict=True, hash_seed=hash_seed
+            )
         except SandboxError as err:
             return f"load in a fresh interpreter: {err.message}"
         out: list[Any] = []
@@ -318,10 +394,14 @@ class _Run:
             probe = probe_policies(self.kind)["random"]
             for seed in self.cfg.determinism_seeds:
                 await session.reset(seed)
-                out.append(_replayable(await session.solution(), self.kind) if
-                           self.stats.get("solution") == "wins" else None)
-                episode = await run_episode(session, probe(seed), seed=seed,
-                                            max_turns=self.cfg.max_turns)
+                out.append(
+                    _replayable(await session.solution(), self.kind)
+                    if self.stats.get("solution") == "wins"
+                    else None
+                )
+                episode = await run_episode(
+                    session, probe(seed), seed=seed, max_turns=self.cfg.max_turns
+                )
                 out.append(episode.transcript())
         except SandboxError as err:
             return f"in a fresh interpreter: {err.message}"
@@ -336,14 +416,22 @@ class _Run:
                 self.failures.append(CheckFailure("determinism", result))
                 return
         if a != b:
-            self.failures.append(CheckFailure(
-                "determinism", "the same seeds gave different transcripts in fresh interpreters "
-                f"with PYTHONHASHSEED={self.cfg.hash_seeds[0]} and {self.cfg.hash_seeds[1]} "
-                "(global random state, time, or set/dict iteration order?)"))
+            self.failures.append(
+                CheckFailure(
+                    "determinism",
+                    "the same seeds gave different transcripts in fresh interpreters "
+                    f"with PYTHONHASHSEED={self.cfg.hash_seeds[0]} and {self.cfg.hash_seeds[1]} "
+                    "(global random state, time, or set/dict iteration order?)",
+                )
+            )
 
 
-async def validate(program: Program, sandbox: Sandbox, cfg: ValidatorConfig | None = None,
-                   pool: Sequence[Program] = ()) -> Verdict:
+async def validate(
+    program: Program,
+    sandbox: Sandbox,
+    cfg: ValidatorConfig | None = None,
+    pool: Sequence[Program] = (),
+) -> Verdict:
     """Run every check that can run; the verdict lists each failure with its reason."""
     cfg = cfg or ValidatorConfig()
     started = time.perf_counter()
@@ -366,10 +454,14 @@ async def validate(program: Program, sandbox: Sandbox, cfg: ValidatorConfig | No
     return Verdict(program.env_id, not failures, tuple(failures), stats)
 
 
-async def validate_many(programs: Sequence[Program], sandbox: Sandbox,
-                        cfg: ValidatorConfig | None = None, pool: Sequence[Program] = (),
-                        concurrency: int = 4,
-                        on_verdict: Callable[[int, Verdict], None] | None = None) -> list[Verdict]:
+async def validate_many(
+    programs: Sequence[Program],
+    sandbox: Sandbox,
+    cfg: ValidatorConfig | None = None,
+    pool: Sequence[Program] = (),
+    concurrency: int = 4,
+    on_verdict: Callable[[int, Verdict], None] | None = None,
+) -> list[Verdict]:
     """Validate programs concurrently; each is also checked for duplicates of the ones before it."""
     semaphore = asyncio.Semaphore(concurrency)
     verdicts: list[Verdict | None] = [None] * len(programs)

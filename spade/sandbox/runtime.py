@@ -20,16 +20,12 @@ import ast
 import collections
 import copy
 import functools
-import heapq
+import importlib
 import inspect
 import itertools
 import json
 import math
-import operator
-import random
 import re
-import statistics
-import string
 import typing
 
 PREFILLED_MODULES = (
@@ -42,7 +38,7 @@ def build_namespace() -> dict[str, typing.Any]:
     """Fresh globals for one environment file, pre-filled like the reference loader's."""
     ns: dict[str, typing.Any] = {"__name__": "spade_env", "__builtins__": __builtins__}
     for name in PREFILLED_MODULES:
-        ns[name] = globals()[name]
+        ns[name] = importlib.import_module(name)
     ns.update(
         deque=collections.deque,
         defaultdict=collections.defaultdict,
@@ -101,7 +97,9 @@ def _accepts_max_turns(cls: type) -> bool:
     return any(p.name == "max_turns" or p.kind is p.VAR_KEYWORD for p in params)
 
 
-def instantiate(cls: type, max_turns: int, kwargs: dict[str, typing.Any] | None = None) -> typing.Any:
+def instantiate(
+    cls: type, max_turns: int, kwargs: dict[str, typing.Any] | None = None
+) -> typing.Any:
     """Build the environment: with `max_turns=`, else with no arguments and its own cap lowered."""
     kwargs = dict(kwargs or {})
     if _accepts_max_turns(cls):
@@ -134,7 +132,7 @@ def extract_boxed(text: str) -> str | None:
 
 
 def game_action(reply: str) -> str:
-    """The action a game receives for an agent reply: its first box re-wrapped, else the raw text."""
+    """The action a game receives: the reply's first box re-wrapped, else the raw text."""
     content = extract_boxed(reply)
     return reply if content is None else "\\boxed{" + content + "}"
 
@@ -197,7 +195,7 @@ def _as_number(text: str) -> float | None:
 
 
 def answers_match(given: str, expected: typing.Any) -> bool:
-    """Reference rule: case-insensitive exact match, or numeric within 0.01 after removing `$`/`,`."""
+    """Reference rule: case-insensitive exact match, or numbers within 0.01 (ignoring `$`, `,`)."""
     if expected is None:
         return False
     want = str(expected).strip()
@@ -253,7 +251,7 @@ class ToolUseBaseEnv:
         self._call_history.append({"name": name, "arguments": args})
         try:
             return {"output": str(method(**args)), "returncode": 0}
-        except Exception as exc:  # the tool's own bug or bad arguments: the agent sees it
+        except Exception as exc:  # noqa: BLE001 - the tool's own bug or bad arguments: the agent sees it
             return {"output": f"Error: {type(exc).__name__}: {exc}", "returncode": 1}
 
     def _tool_list(self) -> str:
@@ -308,5 +306,11 @@ class ToolUseBaseEnv:
         self, obs: str, reward: float
     ) -> tuple[str, float, bool, bool, dict[str, typing.Any]]:
         if self.turn_count >= self.max_turns:
-            return f"{obs}\nTurn limit reached. Solution: {self.solution()}", reward, False, True, {}
+            return (
+                f"{obs}\nTurn limit reached. Solution: {self.solution()}",
+                reward,
+                False,
+                True,
+                {},
+            )
         return obs, reward, False, False, {}

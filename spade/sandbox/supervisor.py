@@ -57,7 +57,8 @@ LAYERS = (
 )
 DEFAULT_PRELOAD = (
     "math random re json itertools collections functools string copy heapq operator statistics "
-    "typing inspect fractions decimal bisect dataclasses enum textwrap hashlib datetime time numbers "
+    "typing inspect fractions decimal bisect dataclasses enum textwrap hashlib datetime time "
+    "numbers "
     "array struct cmath difflib pprint abc contextlib types warnings weakref io base64 "
     "unicodedata zlib secrets calendar graphlib csv numpy math_verify"
 ).split()
@@ -281,8 +282,10 @@ class Session:
 
     async def _call(self, request: dict[str, Any], timeout: float) -> Any:
         if self._dead is not None:
-            raise SandboxError("closed" if self._dead.kind == "closed" else self._dead.kind,
-                               f"session unusable: {self._dead.message}")
+            raise SandboxError(
+                "closed" if self._dead.kind == "closed" else self._dead.kind,
+                f"session unusable: {self._dead.message}",
+            )
         remaining = self.config.episode_timeout_s - (time.monotonic() - self.started)
         budget = min(timeout, remaining)
         what = request["op"]
@@ -304,8 +307,9 @@ class Session:
             raise SandboxError("timeout", f"{what} exceeded the {limit}") from None
         except SandboxError as exc:
             if exc.kind == "crashed":
-                raise SandboxError("crashed", f"{what}: {await self._death_reason()}",
-                                   self.output[-2000:]) from None
+                raise SandboxError(
+                    "crashed", f"{what}: {await self._death_reason()}", self.output[-2000:]
+                ) from None
             raise
         finally:
             self._pending = None
@@ -314,15 +318,21 @@ class Session:
         if not reply["ok"]:
             message = f"{reply.get('type', '?')}: {reply.get('message', '')}"
             kind = "invalid" if reply.get("error") == "unserialisable" else "exception"
-            raise SandboxError(kind, f"{what} raised {message}"[:2000],
-                               str(reply.get("traceback", ""))[:4000])
+            raise SandboxError(
+                kind, f"{what} raised {message}"[:2000], str(reply.get("traceback", ""))[:4000]
+            )
         return reply.get("value")
 
     # -- the API ----------------------------------------------------------------------------
 
     async def _load(self, code: str, max_turns: int, kwargs: dict[str, Any], filename: str) -> None:
-        request = {"op": "load", "code": code, "max_turns": max_turns, "kwargs": kwargs,
-                   "filename": filename}
+        request = {
+            "op": "load",
+            "code": code,
+            "max_turns": max_turns,
+            "kwargs": kwargs,
+            "filename": filename,
+        }
         value = await self._call(request, self.config.load_timeout_s)
         hello = self._hello.result()
         layers = hello.get("layers") if isinstance(hello, dict) else None
@@ -335,14 +345,19 @@ class Session:
             or not isinstance(value.get("tools"), list)
         ):
             raise SandboxError("protocol", "load: malformed reply")
-        self.info = LoadInfo(value["class"], value["kind"],
-                             tuple(t for t in value["tools"] if isinstance(t, dict)),
-                             bool(value.get("has_solution")))
+        self.info = LoadInfo(
+            value["class"],
+            value["kind"],
+            tuple(t for t in value["tools"] if isinstance(t, dict)),
+            bool(value.get("has_solution")),
+        )
 
     async def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
         value = await self._call({"op": "reset", "seed": seed}, self.config.call_timeout_s)
         if not isinstance(value, list) or len(value) != 2:
-            raise SandboxError("invalid", f"reset must return (observation, info), got {_shape(value)}")
+            raise SandboxError(
+                "invalid", f"reset must return (observation, info), got {_shape(value)}"
+            )
         obs, info = value
         self._check_obs("reset", obs)
         if not isinstance(info, dict):
@@ -362,8 +377,11 @@ class Session:
         if isinstance(reward, bool) or not isinstance(reward, (int, float)):
             raise SandboxError("invalid", f"reward must be a number, got {type(reward).__name__}")
         if not math.isfinite(reward) or abs(reward) > self.config.reward_bound:
-            raise SandboxError("invalid", f"reward {reward!r} outside "
-                               f"[-{self.config.reward_bound:g}, {self.config.reward_bound:g}]")
+            raise SandboxError(
+                "invalid",
+                f"reward {reward!r} outside "
+                f"[-{self.config.reward_bound:g}, {self.config.reward_bound:g}]",
+            )
         for name, flag in (("terminated", terminated), ("truncated", truncated)):
             if not isinstance(flag, bool):
                 raise SandboxError("invalid", f"{name} must be a bool, got {type(flag).__name__}")
@@ -372,10 +390,14 @@ class Session:
         return StepResult(obs, float(reward), terminated, truncated, info)
 
     async def call_tool(self, name: str, args: dict[str, Any]) -> tuple[str, int]:
-        value = await self._call({"op": "tool", "name": name, "args": args},
-                                 self.config.call_timeout_s)
-        if (not isinstance(value, dict) or not isinstance(value.get("output"), str)
-                or value.get("returncode") not in (0, 1)):
+        value = await self._call(
+            {"op": "tool", "name": name, "args": args}, self.config.call_timeout_s
+        )
+        if (
+            not isinstance(value, dict)
+            or not isinstance(value.get("output"), str)
+            or value.get("returncode") not in (0, 1)
+        ):
             raise SandboxError("invalid", "execute_tool must return {output: str, returncode: 0|1}")
         self._check_obs("tool", value["output"])
         return value["output"], value["returncode"]
@@ -386,10 +408,15 @@ class Session:
 
     def _check_obs(self, what: str, obs: Any) -> None:
         if not isinstance(obs, str):
-            raise SandboxError("invalid", f"{what} observation must be a str, got {type(obs).__name__}")
+            raise SandboxError(
+                "invalid", f"{what} observation must be a str, got {type(obs).__name__}"
+            )
         if len(obs) > self.config.max_observation_chars:
-            raise SandboxError("invalid", f"{what} observation of {len(obs)} chars exceeds "
-                               f"{self.config.max_observation_chars}")
+            raise SandboxError(
+                "invalid",
+                f"{what} observation of {len(obs)} chars exceeds "
+                f"{self.config.max_observation_chars}",
+            )
 
     async def close(self) -> None:
         """Kill the worker and release everything it held. Idempotent."""
@@ -402,7 +429,8 @@ class Session:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self.exit_status), 5.0)
         if self.pidfd >= 0:
-            asyncio.get_running_loop().remove_reader(self.pidfd) if self._proc else None
+            if self._proc is not None:
+                asyncio.get_running_loop().remove_reader(self.pidfd)
             os.close(self.pidfd)
             self.pidfd = -1
         if self._proc is not None:
@@ -427,10 +455,10 @@ def _shape(value: Any) -> str:
 class Sandbox:
     """Runs environment programs in isolated worker processes. An async context manager:
 
-        async with Sandbox() as sandbox:
-            async with await sandbox.open(code) as env:
-                obs, info = await env.reset(seed=0)
-                result = await env.step("\\\\boxed{3}")
+    async with Sandbox() as sandbox:
+        async with await sandbox.open(code) as env:
+            obs, info = await env.reset(seed=0)
+            result = await env.step("\\\\boxed{3}")
     """
 
     def __init__(self, config: SandboxConfig | None = None) -> None:
@@ -467,8 +495,12 @@ class Sandbox:
     @staticmethod
     def _worker_env(hash_seed: int) -> dict[str, str]:
         # Empty environment (SANDBOX.md lesson 1): nothing from ours, only what the worker needs.
-        env = {"PYTHONHASHSEED": str(hash_seed), "OPENBLAS_NUM_THREADS": "1",
-               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        env = {
+            "PYTHONHASHSEED": str(hash_seed),
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
         for key in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):  # correctness flags on some CPUs
             if key in os.environ:
                 env[key] = os.environ[key]
@@ -484,8 +516,12 @@ class Sandbox:
         cfg = json.dumps(self._worker_config(self._scratch_root))
         self._zygote = subprocess.Popen(
             [sys.executable, "-s", "-S", "-B", WORKER, "zygote", str(theirs.fileno()), cfg],
-            pass_fds=[theirs.fileno()], env=self._worker_env(0), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+            pass_fds=[theirs.fileno()],
+            env=self._worker_env(0),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
         )
         theirs.close()
         ours.setblocking(False)
@@ -499,15 +535,19 @@ class Sandbox:
             raise RuntimeError("the sandbox zygote did not start") from None
         self.layers = dict(ready.get("layers", {}))
         # Per-child layers are reported by a probe worker: what a real session gets.
-        probe = await self.open("class ProbeEnv:\n    def reset(self, seed=None): return '', {}\n"
-                                "    def step(self, a): return '', 0.0, True, False, {}\n")
+        probe = await self.open(
+            "class ProbeEnv:\n    def reset(self, seed=None): return '', {}\n"
+            "    def step(self, a): return '', 0.0, True, False, {}\n"
+        )
         self.layers.update(probe.layers)
         await probe.close()
         missing = {k: v for k, v in self.layers.items() if v is not None}
         if missing and self.config.require_full_isolation:
             await self.aclose()
-            raise RuntimeError("isolation layers unavailable: " +
-                               "; ".join(f"{k}: {v}" for k, v in missing.items()))
+            raise RuntimeError(
+                "isolation layers unavailable: "
+                + "; ".join(f"{k}: {v}" for k, v in missing.items())
+            )
         return self
 
     def _on_ctrl(self) -> None:
@@ -525,22 +565,27 @@ class Sandbox:
                 for fut in list(self._spawns.values()) + ([self._ready] if self._ready else []):
                     if not fut.done():
                         fut.set_exception(err)
+                # its children die with it (parent-death signal): nobody will report them
+                for session in self._by_pid.values():
+                    if not session.exit_status.done():
+                        session.exit_status.set_result({"signal": signal.SIGKILL})
+                self._by_pid.clear()
                 return
             data = json.loads(msg)
             op = data.get("op")
             if op == "ready" and self._ready is not None and not self._ready.done():
                 self._ready.set_result(data)
             elif op == "spawned":
-                fut = self._spawns.pop(data["id"], None)
-                if fut is not None and not fut.done() and fds:
-                    fut.set_result((data["pid"], fds[0]))
+                spawn = self._spawns.pop(data["id"], None)
+                if spawn is not None and not spawn.done() and fds:
+                    spawn.set_result((data["pid"], fds[0]))
                 else:
                     for fd in fds:
                         os.close(fd)
             elif op == "exited":
-                session = self._by_pid.pop(data["pid"], None)
-                if session is not None and not session.exit_status.done():
-                    session.exit_status.set_result(data["status"])
+                exited = self._by_pid.pop(data["pid"], None)
+                if exited is not None and not exited.exit_status.done():
+                    exited.exit_status.set_result(data["status"])
 
     async def open(
         self,
@@ -589,8 +634,11 @@ class Sandbox:
         self._next_id += 1
         fut: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
         self._spawns[self._next_id] = fut
-        socket.send_fds(self._ctrl, [json.dumps({"op": "spawn", "id": self._next_id}).encode()],
-                        [req_r, rep_w, out_w])
+        socket.send_fds(
+            self._ctrl,
+            [json.dumps({"op": "spawn", "id": self._next_id}).encode()],
+            [req_r, rep_w, out_w],
+        )
         try:
             session.pid, session.pidfd = await asyncio.wait_for(fut, self.config.load_timeout_s)
         except asyncio.TimeoutError:
@@ -598,16 +646,31 @@ class Sandbox:
             raise SandboxError("timeout", "the zygote did not fork a worker in time") from None
         self._by_pid[session.pid] = session
 
-    def _spawn_strict(self, session: Session, hash_seed: int, req_r: int, rep_w: int,
-                      out_w: int) -> None:
+    def _spawn_strict(
+        self, session: Session, hash_seed: int, req_r: int, rep_w: int, out_w: int
+    ) -> None:
         session._scratch = tempfile.mkdtemp(prefix="spade-strict-")
         os.chmod(session._scratch, 0o711)
         cfg = json.dumps(self._worker_config(session._scratch))
         proc = subprocess.Popen(
-            [sys.executable, "-s", "-S", "-B", WORKER, "single", str(req_r), str(rep_w),
-             str(out_w), cfg],
-            pass_fds=[req_r, rep_w, out_w], env=self._worker_env(hash_seed),
-            stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, start_new_session=True,
+            [
+                sys.executable,
+                "-s",
+                "-S",
+                "-B",
+                WORKER,
+                "single",
+                str(req_r),
+                str(rep_w),
+                str(out_w),
+                cfg,
+            ],
+            pass_fds=[req_r, rep_w, out_w],
+            env=self._worker_env(hash_seed),
+            stdin=subprocess.DEVNULL,
+            stdout=out_w,
+            stderr=out_w,
+            start_new_session=True,
         )
         session._proc = proc
         session.pid = proc.pid

@@ -37,7 +37,7 @@ def _preload(cfg: dict) -> None:
     for name in cfg["preload"]:
         try:
             importlib.import_module(name)
-        except Exception:  # optional modules (numpy, math_verify) may be missing
+        except Exception:  # noqa: BLE001 - optional modules (numpy, math_verify) may be missing
             pass
 
 
@@ -255,7 +255,7 @@ def _cleanup(cg_parents: dict, cfg: dict, name: str) -> None:
 
 
 def _shutdown(children: dict, cg_parents: dict, cfg: dict) -> None:
-    for pid, (own, name) in children.items():
+    for pid, (_own, name) in children.items():
         try:
             os.kill(pid, 9)
             os.waitpid(pid, 0)
@@ -279,7 +279,9 @@ def single_main(req_fd: int, rep_fd: int, out_fd: int, cfg: dict) -> None:
         layers.update(isolation.unshare_namespaces(cfg["scratch_root"], cfg["tmpfs_bytes"]))
     cg_parents = isolation.cgroup_parents(f"s{os.getpid()}")
     try:
-        layers.update(isolate(cfg, "s", [req_fd, rep_fd, out_fd], cg_parents, isolation.load_libseccomp()))
+        layers.update(
+            isolate(cfg, "s", [req_fd, rep_fd, out_fd], cg_parents, isolation.load_libseccomp())
+        )
         serve(layers, cfg["max_frame"])
     finally:
         # groups are emptied by our exit; the supervisor removes them (we may lack the rights now)
