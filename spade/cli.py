@@ -128,6 +128,7 @@ def play(
         max_turns: Turn cap of the episode.
     """
     from rich.console import Console
+    from rich.markup import escape
 
     from spade.episode import to_action
     from spade.sandbox import Sandbox, SandboxError
@@ -161,14 +162,14 @@ def play(
             if hint:
                 obs = f"{obs}\n\nHINT: {hint}"
             console.rule(f"{session.info.class_name if session.info else path.name}  seed {seed}")
-            console.print(obs)
+            console.print(obs, markup=False)
             reward, terminated, truncated, turn = 0.0, False, False, 0
             while turn < max_turns and not (terminated or truncated):
                 if scripted is not None:
                     if turn >= len(scripted):
                         break
                     reply = scripted[turn]
-                    console.print(f"[cyan]> {reply}[/]")
+                    console.print(f"[cyan]> {escape(reply)}[/]")
                 else:
                     try:
                         reply = input("> ")
@@ -185,7 +186,7 @@ def play(
                     return EXIT_REJECTED
                 reward, terminated, truncated = result.reward, result.terminated, result.truncated
                 console.rule(f"turn {turn}/{max_turns}  reward {reward:g}", style="dim")
-                console.print(result.observation)
+                console.print(result.observation, markup=False)
             await session.close()
         ret = max(-1.0, min(1.0, reward)) if terminated else 0.0
         ending = (

@@ -52,7 +52,7 @@ def normalise_code(code: str) -> str:
 
 
 def env_id_of(code: str) -> str:
-    return hashlib.sha256(normalise_code(code).encode()).hexdigest()
+    return hashlib.sha256(normalise_code(code).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def parse_header(code: str) -> tuple[str, dict[str, str]]:

@@ -73,25 +73,34 @@ def test_every_bundled_environment_is_admitted() -> None:
         assert max(verdict.stats["probe_win_rates"].values()) <= 0.125
 
 
-async def _profile(sandbox: Sandbox, program: Program, level: int) -> tuple[float, float, bool]:
-    """(mean solution length, mean first-observation length, all won) over seeds 0-9."""
-    lengths, obs_lengths, won = [], [], True
+Profile = tuple[float, float, float, float, bool]
+
+
+async def _profile(sandbox: Sandbox, program: Program, level: int) -> Profile:
+    """Means over seeds 0-9 of: solution length in replies and in characters, first-observation
+    length, turns a constant wrong reply survives (fewer lives = harder); and whether all won."""
+    lengths, chars, obs_lengths, survived, won = [], [], [], [], True
+    wrong = "<answer>0</answer>" if _kind(program) == "tool" else "\\boxed{0}"
     for seed in range(10):
         session = await sandbox.open(program.code, kwargs={"difficulty": level})
         obs, _ = await session.reset(seed)
         solution = await session.solution()
         solution = [solution] if isinstance(solution, str) else solution
         episode = await run_episode(session, replay(solution), seed=seed, max_turns=25)
+        probe = await run_episode(session, lambda t, o: wrong, seed=seed, max_turns=25)
         await session.close()
         lengths.append(len(solution))
+        chars.append(sum(len(reply) for reply in solution))
         obs_lengths.append(len(obs))
+        survived.append(len(probe.turns))
         won = won and episode.won
-    return statistics.mean(lengths), statistics.mean(obs_lengths), won
+    means = [statistics.mean(x) for x in (lengths, chars, obs_lengths, survived)]
+    return (means[0], means[1], means[2], means[3], won)
 
 
 @pytest.mark.slow
 def test_difficulty_levels_differ_and_multi_turn_solutions_are_long() -> None:
-    async def run() -> dict[str, list[tuple[float, float, bool]]]:
+    async def run() -> dict[str, list[Profile]]:
         async with Sandbox() as sandbox:
             return {
                 p.source: [await _profile(sandbox, p, level) for level in (1, 2, 3)] for p in ALL
@@ -100,10 +109,12 @@ def test_difficulty_levels_differ_and_multi_turn_solutions_are_long() -> None:
     profiles = asyncio.run(run())
     flat = []
     for program in ALL:
-        (sol1, obs1, won1), _, (sol3, obs3, won3) = profiles[program.source]
+        (sol1, chars1, obs1, lives1, won1), _, last = profiles[program.source]
+        sol3, chars3, obs3, lives3, won3 = last
         assert won1 and won3, program.source
-        # harder means a longer solution or a bigger problem statement at level 3 than at 1
-        if not (sol3 > sol1 or obs3 > obs1):
+        # harder at level 3 than at 1: a longer solution (more replies or more to write), a
+        # bigger problem statement, or fewer wrong replies tolerated before the episode ends
+        if not (sol3 > sol1 or chars3 > chars1 or obs3 > obs1 or lives3 < lives1):
             flat.append(program.source)
     assert not flat, f"difficulty 3 is not measurably harder than 1: {flat}"
     multi = [p for p in ALL if p.metadata.get("turns") == "multi"]

@@ -60,7 +60,8 @@ DEFAULT_PRELOAD = (
     "typing inspect fractions decimal bisect dataclasses enum textwrap hashlib datetime time "
     "numbers "
     "array struct cmath difflib pprint abc contextlib types warnings weakref io base64 "
-    "unicodedata zlib secrets calendar graphlib csv numpy math_verify"
+    "unicodedata zlib secrets calendar graphlib csv _strptime locale fnmatch queue threading "
+    "traceback numpy math_verify"
 ).split()
 
 

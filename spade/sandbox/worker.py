@@ -164,12 +164,33 @@ def isolate(cfg: dict, name: str, fds: list[int], cg_parents: dict, seccomp_lib:
     isolation.set_rlimits(cfg["memory_bytes"], cfg["cpu_seconds"], cfg["file_bytes"], cfg["nofile"])
     isolation.prctl(isolation.PR_SET_NO_NEW_PRIVS, 1)
     layers["landlock"] = isolation.apply_landlock(cfg["read_paths"], [scratch, "/dev/null"])
+    if root:
+        _pin_import_paths()
     layers["unprivileged_uid"] = isolation.drop_privileges(cfg["uid"], cfg["uid"])
     if layers["unprivileged_uid"] is None:
         isolation.set_nproc_limit(cfg["nproc"])
     layers["rlimits"] = None
     layers["seccomp"] = isolation.apply_seccomp(seccomp_lib)  # type: ignore[arg-type]
     return layers
+
+
+def _pin_import_paths() -> None:
+    """Keep the standard library importable after the uid drop.
+
+    The interpreter may live where the sandbox uid cannot traverse (pyenv under /root, mode 0700;
+    SANDBOX.md lesson 8). An O_PATH descriptor opened now, as root, still resolves through
+    /proc/self/fd/N afterwards: the import system then reads the same directories (read-only,
+    and only those, as Landlock allows) without any path through /root.
+    """
+    pinned = []
+    for path in sys.path:
+        if not os.path.isdir(path):
+            pinned.append(path)
+            continue
+        fd = os.open(path, os.O_PATH | os.O_DIRECTORY)  # inheritable: not needed, kept open
+        pinned.append(f"/proc/self/fd/{fd}")
+    sys.path[:] = pinned
+    sys.path_importer_cache.clear()
 
 
 # --- zygote ---------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ hint: Draw a grid (houses x attributes). Place the fixed-position clues first, t
 difficulty: 1-3
 turns: multi
 """
+import itertools
 import random
 import re
 
@@ -26,21 +27,22 @@ def _content(action):
     return (m.group(1) if m else text).strip()
 
 
-def _holds(clue, pos):
+def _holds(clue, where):
+    """Whether a clue holds; where(item) gives the item's house."""
     kind, x, y = clue
     if kind == "at":
-        return pos[x] == y
+        return where(x) == y
     if kind == "not_at":
-        return pos[x] != y
+        return where(x) != y
     if kind == "same":
-        return pos[x] == pos[y]
+        return where(x) == where(y)
     if kind == "not_same":
-        return pos[x] != pos[y]
+        return where(x) != where(y)
     if kind == "left":
-        return pos[x] + 1 == pos[y]
+        return where(x) + 1 == where(y)
     if kind == "next":
-        return abs(pos[x] - pos[y]) == 1
-    return pos[x] < pos[y]  # before
+        return abs(where(x) - where(y)) == 1
+    return where(x) < where(y)  # before
 
 
 class EinsteinGridEnv:
@@ -55,48 +57,51 @@ class EinsteinGridEnv:
 
     # Items are (attribute index, value index); a solution maps item -> house (0-based).
     def _count(self, clues, limit=2):
-        """Number of assignments satisfying the clues (stops at limit).
+        """Number of arrangements satisfying the clues (stops at limit).
 
-        Item-by-item backtracking with forward checking: when one item of a two-item clue is placed,
-        some free house must still exist for the other, which avoids exploring doomed subtrees.
+        Backtracking over whole attributes (one permutation each) with forward checking: after fixing
+        an attribute, every other attribute keeps only the permutations compatible with it.
         """
-        N = self.houses
-        items = [(a, v) for a in range(self.n_attrs) for v in range(N)]
-        touch = {it: [c for c in clues if it in (c[1], c[2])] for it in items}
-        pos, used, found = {}, [set() for _ in range(self.n_attrs)], [0]
+        A = self.n_attrs
+        attrs = lambda c: {c[1][0], c[2][0] if isinstance(c[2], tuple) else c[1][0]}
+        assign = {}
 
-        def fits(c):
-            x, y = c[1], c[2]
-            if not isinstance(y, tuple) or (x in pos and y in pos):
-                return _holds(c, pos)
-            other = y if x in pos else x
-            for h in range(N):
-                if h not in used[other[0]]:
-                    pos[other] = h
-                    ok = _holds(c, pos)
-                    del pos[other]
-                    if ok:
-                        return True
-            return False
+        def holds(c):
+            return _holds(c, lambda it: assign[it[0]][it[1]])
 
-        def place(i):
-            if i == len(items):
+        def compatible(a, p, group):
+            assign[a] = p
+            ok = all(holds(c) for c in group)
+            del assign[a]
+            return ok
+
+        pair = {(a, b): [c for c in clues if attrs(c) == {a, b}] for a in range(A) for b in range(A) if a != b}
+        perms = list(itertools.permutations(range(self.houses)))
+        cands = {a: [p for p in perms if compatible(a, p, [c for c in clues if attrs(c) == {a}])]
+                 for a in range(A)}
+        found = [0]
+
+        def search(cands):
+            if not cands:
                 found[0] += 1
                 return found[0] >= limit
-            it = items[i]
-            for h in range(N):
-                if h in used[it[0]]:
-                    continue
-                pos[it] = h
-                used[it[0]].add(h)
-                stop = all(fits(c) for c in touch[it]) and place(i + 1)
-                used[it[0]].discard(h)
-                del pos[it]
-                if stop:
-                    return True
+            a = min(cands, key=lambda k: (len(cands[k]), k))
+            for p in cands[a]:
+                assign[a] = p
+                rest = {}
+                for b in sorted(cands):
+                    if b != a:
+                        rest[b] = [q for q in cands[b] if compatible(b, q, pair[(a, b)])]
+                        if not rest[b]:
+                            break
+                else:
+                    if search(rest):
+                        del assign[a]
+                        return True
+                del assign[a]
             return False
 
-        place(0)
+        search(cands)
         return found[0]
 
     def _random_clue(self, sol):

@@ -97,7 +97,9 @@ class MixingTankEnv:
         return obs, reward, terminated, truncated, self._info()
 
     def _play(self, text):
-        m = re.fullmatch(r"pour\s+([a-z])\s+(\d+)", text) or re.fullmatch(r"(drain)\s+(\d+)", text)
+        unit = r"(?:\s*(?:l|litres?|liters?))?"
+        m = (re.fullmatch(r"pour\s+([a-z])\s+(\d+)" + unit, text)
+             or re.fullmatch(r"(drain)\s+(\d+)" + unit, text))
         if not m:
             return ("Invalid action. Use \\boxed{pour S K} (e.g. \\boxed{pour A 3}) or \\boxed{drain K}.\n"
                     + self._meter()), -0.05, False

@@ -20,6 +20,10 @@ PEOPLE = ["Ada Quist", "Bruno Vale", "Chen Liu", "Dara Okafor", "Elin Berg", "Fa
 HOTEL_WORDS = ["Harbor", "Grand", "Garden", "Central", "Park", "River", "Summit", "Plaza", "Atlas", "Oak"]
 
 
+def _fmt(moment):  # "YYYY-MM-DD HH:MM" (no strftime/strptime: the sandbox lacks _strptime)
+    return moment.isoformat(sep=" ", timespec="minutes")
+
+
 def _obj(props):
     return {"type": "object", "properties": {k: {"type": t} for k, t in props.items()}, "required": list(props)}
 
@@ -48,17 +52,17 @@ class TripBookingEnv(ToolUseBaseEnv):
             stops = rng.choice((0, 1)) if d >= 2 else 0  # d>=2: cheaper one-stop decoys appear
             arr = dep + datetime.timedelta(minutes=rng.randint(120, 540) + 150 * stops)
             fid = "%s%d" % (rng.choice(["TP", "SK", "AC", "KQ", "LA"]), num)
-            flights[fid] = {"flight_id": fid, "depart": dep.strftime("%Y-%m-%d %H:%M"),
-                            "arrive": arr.strftime("%Y-%m-%d %H:%M"), "stops": stops, "price_usd": price}
+            flights[fid] = {"flight_id": fid, "depart": _fmt(dep),
+                            "arrive": _fmt(arr), "stops": stops, "price_usd": price}
         direct = [f for f in flights.values() if f["stops"] == 0]
         if not direct:  # guarantee one non-stop flight
             direct = [next(iter(flights.values()))]
             direct[0]["stops"] = 0
         best = min(direct, key=lambda f: f["price_usd"])
         if d == 3:  # the cheapest non-stop is a red-eye: check-in is the day after departure
-            dep = datetime.datetime.strptime(best["depart"], "%Y-%m-%d %H:%M").replace(hour=22, minute=50)
-            best["depart"] = dep.strftime("%Y-%m-%d %H:%M")
-            best["arrive"] = (dep + datetime.timedelta(minutes=rng.randint(200, 480))).strftime("%Y-%m-%d %H:%M")
+            dep = datetime.datetime.fromisoformat(best["depart"]).replace(hour=22, minute=50)
+            best["depart"] = _fmt(dep)
+            best["arrive"] = _fmt(dep + datetime.timedelta(minutes=rng.randint(200, 480)))
         min_rating, nights = rng.choice((3.5, 4.0, 4.5)), rng.randint(2, 5)
         hotels = {}
         for i, (price, num) in enumerate(zip(rng.sample(range(70, 400, 3), n), rng.sample(range(100, 1000), n))):
@@ -105,7 +109,8 @@ class TripBookingEnv(ToolUseBaseEnv):
             "cancel_booking": {"description": "Cancel a booking by confirmation code.",
                                "parameters": _obj({"confirmation": "string"})},
         }
-        obs = ("You are a travel-booking agent with API tools: " + ", ".join(self._tools) + ".\n"
+        obs = ("You are a travel-booking agent with API tools: " + ", ".join(
+               f"{k}({', '.join(v['parameters']['properties'])})" for k, v in self._tools.items()) + ".\n"
                'Call tools like <tool_call>{"name": "lookup_traveller", "arguments": {"name": "Jane Doe"}}</tool_call> '
                "(several per reply allowed). Instructions arrive one at a time; the next appears in a tool result "
                "once the current one is satisfied. Wrong bookings can be cancelled. When told all instructions are "

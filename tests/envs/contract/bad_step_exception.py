@@ -1,0 +1,24 @@
+"""step() raises on a non-numeric guess (probe replies such as \\boxed{test}).
+
+expect: exception
+"""
+
+
+class FragileEnv:
+    def __init__(self, max_turns=25):
+        self.max_turns = max_turns
+
+    def reset(self, seed=None):
+        self.secret = random.Random(seed).randint(1, 1000)
+        self.turn = 0
+        return "Guess the number in 1..1000: \\boxed{n}.", {}
+
+    def step(self, action):
+        self.turn += 1
+        guess = int(re.search(r"\\boxed\{(.*)\}", action).group(1))  # ValueError on words
+        if guess == self.secret:
+            return "Correct!", 1.0, True, False, {}
+        return "Wrong.", 0.0, False, self.turn >= self.max_turns, {}
+
+    def solution(self):
+        return ["\\boxed{%d}" % self.secret]

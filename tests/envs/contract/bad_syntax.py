@@ -1,0 +1,9 @@
+"""A syntax error: the file cannot be parsed.
+
+expect: parse
+"""
+
+
+class BrokenEnv:
+    def reset(self, seed=None)
+        return "", {}

@@ -1,0 +1,16 @@
+"""terminated is an int, not a bool.
+
+expect: contract
+"""
+
+
+class IntFlagEnv:
+    def __init__(self, max_turns=25):
+        self.max_turns = max_turns
+
+    def reset(self, seed=None):
+        self.secret = random.Random(seed).randint(1, 1000)
+        return "Guess the number: \\boxed{n}.", {}
+
+    def step(self, action):
+        return "Wrong.", 0.0, 0, 0, {}
