@@ -7,7 +7,8 @@ steps: the scripted policy never guesses right and the game truncates itself at 
 measured in this one run:
 
 (a) sandbox     `spade.sandbox.Sandbox()` with its defaults: forked workers with every isolation
-                layer the host offers (the active layers are printed under the table);
+                layer the host offers (the active layers are printed under the table), 4 of them
+                forked and isolated ahead of time; also measured without that warm pool;
 (b) in-process  the paper reference's way, no isolation: `exec` the code in this interpreter with
                 `runtime.build_namespace / find_env_class / instantiate`, call reset/step directly;
 (c) subprocess  a fresh `python -I -S` per episode: spawn it, send the code, then one JSON line per
@@ -39,7 +40,7 @@ from rich.console import Console
 from rich.table import Table
 
 from spade.episode import replay
-from spade.sandbox import Sandbox, runtime
+from spade.sandbox import Sandbox, SandboxConfig, runtime
 from spade.types import Program
 from spade.validate import STATIC_CHECKS, ValidatorConfig, probe_policies, validate
 
@@ -98,8 +99,9 @@ class Timings:
         self.steps = 0
 
 
-async def sequential(episode: Callable[[int, Timings], Awaitable[None]],
-                     seeds: range) -> tuple[tuple[float, float, float], float]:
+async def sequential(
+    episode: Callable[[int, Timings], Awaitable[None]], seeds: range
+) -> tuple[tuple[float, float, float], float]:
     """One session at a time: (median start ms, p90 start ms, median step ms), steps/s."""
     timings = Timings()
     started = time.perf_counter()
@@ -109,8 +111,9 @@ async def sequential(episode: Callable[[int, Timings], Awaitable[None]],
     return summary(timings), rate
 
 
-async def timed_episodes(episode: Callable[[int, Timings], Awaitable[None]], seeds: range,
-                         workers: int) -> float:
+async def timed_episodes(
+    episode: Callable[[int, Timings], Awaitable[None]], seeds: range, workers: int
+) -> float:
     """Play one episode per seed with `workers` at a time; returns end-to-end steps/s."""
     timings = Timings()
     queue = list(seeds)
@@ -212,8 +215,15 @@ class Child:
 
     async def start(self, code: str, seed: int) -> Any:
         self.proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-I", "-S", "-c", DRIVER, RUNTIME_DIR,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            DRIVER,
+            RUNTIME_DIR,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
         return await self.request({"code": code, "seed": seed, "max_turns": MAX_TURNS})
 
     async def request(self, msg: dict[str, Any]) -> Any:
@@ -252,8 +262,13 @@ Policy = Callable[[int, str], "str | None"]
 Player = Callable[[int, Policy], Awaitable[tuple[bool, list[Any], bool]]]
 
 
-async def reduced_check(code: str, play: Player, solution: Callable[[int], Awaitable[Any]],
-                        cfg: ValidatorConfig, width: int) -> bool:
+async def reduced_check(
+    code: str,
+    play: Player,
+    solution: Callable[[int], Awaitable[Any]],
+    cfg: ValidatorConfig,
+    width: int,
+) -> bool:
     """validate()'s episodes without the sandbox: static checks, probes, solution, termination,
     determinism seeds replayed twice by the same executor. True if admitted."""
     program = Program.from_code(code)
@@ -266,16 +281,16 @@ async def reduced_check(code: str, play: Player, solution: Callable[[int], Await
             return await play(seed, policy)
 
     probes = probe_policies("game")
-    runs = await asyncio.gather(*(limited(seed, make(seed)) for make in probes.values()
-                                  for seed in range(cfg.probe_seeds)))
+    runs = await asyncio.gather(
+        *(limited(seed, make(seed)) for make in probes.values() for seed in range(cfg.probe_seeds))
+    )
     ok = True
     for i in range(len(probes)):
-        wins = [won for won, _, _ in runs[i * cfg.probe_seeds:(i + 1) * cfg.probe_seeds]]
+        wins = [won for won, _, _ in runs[i * cfg.probe_seeds : (i + 1) * cfg.probe_seeds]]
         ok &= sum(wins) / len(wins) <= cfg.max_probe_win_rate
     for seed in range(cfg.solution_seeds):
         replies = await solution(seed)
-        won, _, _ = await limited(seed, replay(replies if isinstance(replies, list) else
-                                                   [replies]))
+        won, _, _ = await limited(seed, replay(replies if isinstance(replies, list) else [replies]))
         ok &= won
     ok &= any(ended for _, _, ended in runs)
     random_probe = probes["random"]
@@ -320,7 +335,8 @@ async def play_in_subprocess(seed: int, policy: Callable[[int, str], str | None]
         if reply is None:
             break
         obs, reward, terminated, truncated, _ = await child.request(
-            {"op": "step", "action": runtime.game_action(reply)})
+            {"op": "step", "action": runtime.game_action(reply)}
+        )
         transcript.append(obs)
         rewards.append(reward)
         if terminated or truncated:
@@ -366,19 +382,28 @@ async def measure(episodes: int, validations: tuple[int, int, int]) -> dict[str,
         out["a_rate16"] = await timed_episodes(episode, seeds, CONCURRENCY)
         program = Program.from_code(ENV_CODE)
         out["a_val"] = await per_minute(
-            validations[0], lambda: _admitted(validate(program, sandbox, cfg)))
+            validations[0], lambda: _admitted(validate(program, sandbox, cfg))
+        )
+    async with Sandbox(SandboxConfig(warm_workers=0)) as cold:  # every start pays for its fork
+        episode = sandbox_episode(cold)
+        await sequential(episode, range(1000, 1004))  # warm-up
+        out["a_cold"], _ = await sequential(episode, seeds)
 
     await timed_episodes(inprocess_episode, range(1000, 1010), 1)  # warm-up
     out["b"], out["b_rate1"] = await sequential(inprocess_episode, seeds)
     out["b_rate16"] = inprocess_interleaved(seeds, CONCURRENCY)
-    out["b_val"] = await per_minute(validations[1], lambda: reduced_check(
-        ENV_CODE, play_in_process, solution_in_process, cfg, 1))
+    out["b_val"] = await per_minute(
+        validations[1],
+        lambda: reduced_check(ENV_CODE, play_in_process, solution_in_process, cfg, 1),
+    )
 
     await timed_episodes(subprocess_episode, range(1000, 1004), 1)  # warm-up
     out["c"], out["c_rate1"] = await sequential(subprocess_episode, seeds)
     out["c_rate16"] = await timed_episodes(subprocess_episode, seeds, CONCURRENCY)
-    out["c_val"] = await per_minute(validations[2], lambda: reduced_check(
-        ENV_CODE, play_in_subprocess, solution_in_subprocess, cfg, 8))
+    out["c_val"] = await per_minute(
+        validations[2],
+        lambda: reduced_check(ENV_CODE, play_in_subprocess, solution_in_subprocess, cfg, 8),
+    )
     return out
 
 
@@ -397,19 +422,27 @@ def fmt(x: float) -> str:
 
 
 def render(r: dict[str, Any], episodes: int, wall_s: float) -> None:
-    table = Table(title=f"Running an environment program: {episodes} episodes of {MAX_TURNS} "
-                        "steps per measurement")
-    for name, justify in [("", "left"), ("(a) sandbox", "right"), ("(b) in-process", "right"),
-                          ("(c) subprocess", "right"), ("(c)/(a)", "right"),
-                          ("(a)/(b)", "right")]:
+    table = Table(
+        title=f"Running an environment program: {episodes} episodes of {MAX_TURNS} "
+        "steps per measurement"
+    )
+    for name, justify in [
+        ("", "left"),
+        ("(a) sandbox", "right"),
+        ("(b) in-process", "right"),
+        ("(c) subprocess", "right"),
+        ("(c)/(a)", "right"),
+        ("(a)/(b)", "right"),
+    ]:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     rows = [
         ("episode start, median (ms)", r["a"][0], r["b"][0], r["c"][0]),
         ("episode start, p90 (ms)", r["a"][1], r["b"][1], r["c"][1]),
+        ("  same, no warm workers [3], median", r["a_cold"][0], r["b"][0], r["c"][0]),
+        ("  same, no warm workers [3], p90", r["a_cold"][1], r["b"][1], r["c"][1]),
         ("step round trip, median (ms)", r["a"][2], r["b"][2], r["c"][2]),
         ("env steps/s, 1 session", r["a_rate1"], r["b_rate1"], r["c_rate1"]),
-        (f"env steps/s, {CONCURRENCY} sessions [1]", r["a_rate16"], r["b_rate16"],
-         r["c_rate16"]),
+        (f"env steps/s, {CONCURRENCY} sessions [1]", r["a_rate16"], r["b_rate16"], r["c_rate16"]),
         ("validations/min [2]", r["a_val"], r["b_val"], r["c_val"]),
     ]
     for label, a, b, c in rows:
@@ -431,11 +464,15 @@ def render(r: dict[str, Any], episodes: int, wall_s: float) -> None:
         "(b), (c) a reduced check on the same episodes (static checks, 7 probes x 8 seeds, "
         "solution at 4 seeds, termination, determinism seeds replayed twice by the same "
         "executor); (c) 8 processes at a time.\n"
+        "[3] Sandbox(SandboxConfig(warm_workers=0)): the zygote forks and isolates a worker "
+        "inside each start instead of ahead of time (the default keeps 4 waiting).\n"
         "Ratios divide two columns' values: for ms rows (c)/(a) > 1 means the sandbox is faster; "
         "for rate rows (c)/(a) < 1 does. (c) runs without site-packages (no numpy); the sandbox "
         f"zygote preloads it. {sys.executable}, {os.cpu_count()} CPUs, load average "
         f"{os.getloadavg()[0]:.1f} at the end; measured in {wall_s:.0f} s.",
-        highlight=False, markup=False)
+        highlight=False,
+        markup=False,
+    )
 
 
 def main() -> None:

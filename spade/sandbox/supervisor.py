@@ -105,6 +105,8 @@ class SandboxConfig:
     """Refuse to start unless every isolation layer is active."""
     preload: tuple[str, ...] = tuple(DEFAULT_PRELOAD)
     """Modules the zygote imports before forking (workers may not be able to import later)."""
+    warm_workers: int = 4
+    """Forked, isolated workers kept waiting for code, so a session starts without a fork."""
 
 
 class SandboxError(Exception):
@@ -473,6 +475,8 @@ class Sandbox:
         self._next_id = 0
         self._scratch_root: str | None = None
         self._ready: asyncio.Future[dict[str, Any]] | None = None
+        self._idle: list[Session] = []
+        self._refill: asyncio.Future[None] | None = None
 
     def _worker_config(self, scratch_root: str) -> dict[str, Any]:
         c = self.config
@@ -604,6 +608,26 @@ class Sandbox:
         fork of the zygote: slower, but nothing is shared with other sessions.
         Raises SandboxError if the file cannot be executed or its environment constructed.
         """
+        session: Session | None = None
+        while not strict and self._idle and session is None:
+            candidate = self._idle.pop()
+            if candidate.alive:
+                session = candidate
+            else:
+                await candidate.close()
+        if session is None:
+            session = await self._new_session(strict, hash_seed)
+        if not strict and self.config.warm_workers and self._refill is None:
+            self._refill = asyncio.ensure_future(self._refill_idle())
+        session.started = time.monotonic()  # the episode budget starts now, not at the fork
+        try:
+            await session._load(code, max_turns, kwargs or {}, filename)
+        except BaseException:
+            await session.close()
+            raise
+        return session
+
+    async def _new_session(self, strict: bool, hash_seed: int) -> Session:
         session = Session(self, self.config)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
@@ -622,28 +646,34 @@ class Sandbox:
                 os.close(fd)
         self._sessions.add(session)
         await session._attach(req_w, rep_r, out_r)
-        try:
-            await session._load(code, max_turns, kwargs or {}, filename)
-        except BaseException:
-            await session.close()
-            raise
         return session
+
+    async def _refill_idle(self) -> None:
+        """Keep `warm_workers` forked workers waiting (runs in the background)."""
+        try:
+            while self._ctrl is not None and len(self._idle) < self.config.warm_workers:
+                self._idle.append(await self._new_session(False, 0))
+        except SandboxError:
+            pass  # the zygote is gone: open() will report it
+        finally:
+            self._refill = None
 
     async def _spawn_forked(self, session: Session, req_r: int, rep_w: int, out_w: int) -> None:
         if self._ctrl is None:
             raise SandboxError("closed", "sandbox not started")
         self._next_id += 1
+        spawn_id = self._next_id
         fut: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
-        self._spawns[self._next_id] = fut
+        self._spawns[spawn_id] = fut
         socket.send_fds(
             self._ctrl,
-            [json.dumps({"op": "spawn", "id": self._next_id}).encode()],
+            [json.dumps({"op": "spawn", "id": spawn_id}).encode()],
             [req_r, rep_w, out_w],
         )
         try:
             session.pid, session.pidfd = await asyncio.wait_for(fut, self.config.load_timeout_s)
         except asyncio.TimeoutError:
-            self._spawns.pop(self._next_id, None)
+            self._spawns.pop(spawn_id, None)
             raise SandboxError("timeout", "the zygote did not fork a worker in time") from None
         self._by_pid[session.pid] = session
 
@@ -688,6 +718,12 @@ class Sandbox:
 
     async def aclose(self) -> None:
         """Close every session, stop the zygote and remove the scratch root."""
+        if self._refill is not None:
+            self._refill.cancel()
+            with contextlib.suppress(asyncio.CancelledError, SandboxError):
+                await self._refill
+            self._refill = None
+        self._idle.clear()
         for session in list(self._sessions):
             await session.close()
         if self._ctrl is not None:
