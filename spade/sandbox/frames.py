@@ -37,8 +37,9 @@ def encode(obj: Any) -> bytes:
 def decode_payload(data: bytes) -> Any:
     try:
         return json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise FrameError(f"payload is not UTF-8 JSON: {exc}") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        # RecursionError: valid JSON nested deeper than the parser's stack (a hostile reply)
+        raise FrameError(f"payload is not UTF-8 JSON: {type(exc).__name__}: {exc}") from None
 
 
 def _read_exactly(fd: int, n: int) -> bytes:

@@ -49,6 +49,7 @@ WORKER = str(Path(__file__).with_name("worker.py"))
 LAYERS = (
     "network_namespace",
     "private_tmpfs",
+    "scratch_quota",
     "cgroup",
     "rlimits",
     "landlock",
@@ -74,7 +75,8 @@ class SandboxConfig:
     load_timeout_s: float = 10.0
     """Deadline for starting the worker, executing the file and constructing the environment."""
     episode_timeout_s: float = 120.0
-    """Wall-clock budget for a whole session, across all its calls."""
+    """Time a session's environment may spend in calls, all calls together (the time a model
+    takes between calls does not count)."""
     cpu_seconds: int = 60
     """CPU-time rlimit of a worker (hard limit + 1 s delivers SIGKILL)."""
     memory_mb: int = 1024
@@ -90,7 +92,7 @@ class SandboxConfig:
     file_mb: int = 8
     """Largest file a worker may write (RLIMIT_FSIZE)."""
     tmpfs_mb: int = 64
-    """Size of the private tmpfs holding every worker's scratch directory."""
+    """Size of each worker's private scratch tmpfs (its working directory and $TMPDIR)."""
     max_reply_bytes: int = 1 << 20
     """Largest reply frame accepted from a worker; a larger one kills it."""
     max_output_bytes: int = 64 << 10
@@ -174,7 +176,12 @@ class _Reader(asyncio.Protocol):
                 return
             payload = bytes(self.buf[4 : 4 + length])
             del self.buf[: 4 + length]
-            self.session._on_frame(payload)
+            try:
+                self.session._on_frame(payload)
+            except Exception as exc:  # noqa: BLE001 - a reply we cannot handle is a protocol fault
+                self.buf.clear()
+                self.session._fail("protocol", f"unreadable reply: {type(exc).__name__}: {exc}")
+                return
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.session._on_eof()
@@ -204,7 +211,8 @@ class Session:
         self.pidfd = -1
         self.layers: dict[str, str | None] = {}
         self.info: LoadInfo | None = None
-        self.started = time.monotonic()
+        self.env_seconds = 0.0
+        """Time spent inside environment calls; the episode budget is charged with it."""
         self._pending: asyncio.Future[Any] | None = None
         self._hello: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.exit_status: asyncio.Future[dict[str, int]] = (
@@ -289,7 +297,7 @@ class Session:
                 "closed" if self._dead.kind == "closed" else self._dead.kind,
                 f"session unusable: {self._dead.message}",
             )
-        remaining = self.config.episode_timeout_s - (time.monotonic() - self.started)
+        remaining = self.config.episode_timeout_s - self.env_seconds
         budget = min(timeout, remaining)
         what = request["op"]
         if budget <= 0:
@@ -302,6 +310,7 @@ class Session:
             self._writer.write(frames.encode(request))
         except (OSError, RuntimeError) as exc:
             self._fail("crashed", f"cannot write to worker: {exc}")
+        sent = time.monotonic()
         try:
             reply = await asyncio.wait_for(fut, budget)
         except asyncio.TimeoutError:
@@ -316,6 +325,7 @@ class Session:
             raise
         finally:
             self._pending = None
+            self.env_seconds += time.monotonic() - sent
         if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
             raise SandboxError("protocol", f"{what}: malformed reply")
         if not reply["ok"]:
@@ -379,10 +389,15 @@ class Session:
         self._check_obs("step", obs)
         if isinstance(reward, bool) or not isinstance(reward, (int, float)):
             raise SandboxError("invalid", f"reward must be a number, got {type(reward).__name__}")
-        if not math.isfinite(reward) or abs(reward) > self.config.reward_bound:
+        try:
+            value_f = float(reward)
+        except OverflowError:  # a huge int is valid JSON
+            value_f = math.inf
+        if not math.isfinite(value_f) or abs(value_f) > self.config.reward_bound:
+            shown = f"{value_f!r}" if not math.isfinite(value_f) else f"{reward!r}"[:40]
             raise SandboxError(
                 "invalid",
-                f"reward {reward!r} outside "
+                f"reward {shown} outside "
                 f"[-{self.config.reward_bound:g}, {self.config.reward_bound:g}]",
             )
         for name, flag in (("terminated", terminated), ("truncated", truncated)):
@@ -390,7 +405,7 @@ class Session:
                 raise SandboxError("invalid", f"{name} must be a bool, got {type(flag).__name__}")
         if not isinstance(info, dict):
             raise SandboxError("invalid", f"step info must be a dict, got {type(info).__name__}")
-        return StepResult(obs, float(reward), terminated, truncated, info)
+        return StepResult(obs, value_f, terminated, truncated, info)
 
     async def call_tool(self, name: str, args: dict[str, Any]) -> tuple[str, int]:
         value = await self._call(
@@ -399,7 +414,8 @@ class Session:
         if (
             not isinstance(value, dict)
             or not isinstance(value.get("output"), str)
-            or value.get("returncode") not in (0, 1)
+            or type(value.get("returncode")) is not int
+            or value["returncode"] not in (0, 1)
         ):
             raise SandboxError("invalid", "execute_tool must return {output: str, returncode: 0|1}")
         self._check_obs("tool", value["output"])
@@ -619,7 +635,7 @@ class Sandbox:
             session = await self._new_session(strict, hash_seed)
         if not strict and self.config.warm_workers and self._refill is None:
             self._refill = asyncio.ensure_future(self._refill_idle())
-        session.started = time.monotonic()  # the episode budget starts now, not at the fork
+        session.env_seconds = 0.0  # the episode budget starts now, not at the fork
         try:
             await session._load(code, max_turns, kwargs or {}, filename)
         except BaseException:

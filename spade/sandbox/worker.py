@@ -155,6 +155,9 @@ def isolate(cfg: dict, name: str, fds: list[int], cg_parents: dict, seccomp_lib:
     os.mkdir(scratch, 0o700)
     if root:
         os.chown(scratch, cfg["uid"], cfg["uid"])
+        layers["scratch_quota"] = isolation.private_scratch(scratch, cfg["tmpfs_bytes"], cfg["uid"])
+    else:
+        layers["scratch_quota"] = "not root: cannot mount a per-worker tmpfs"
     devnull = os.open("/dev/null", os.O_RDWR)
     # fds = [req, rep, out]; targets: 0 stdin, 1 stdout, 2 stderr, 3 requests, 4 replies
     _place_fds([devnull, fds[2], fds[2], fds[0], fds[1]], [0, 1, 2, 3, 4])
@@ -255,6 +258,12 @@ def zygote_main(ctrl_fd: int, cfg: dict) -> None:
                 own, name = children.pop(pid)
                 sel.unregister(own)
                 os.close(own)
+                # Anything the worker started dies with it. The leader is a zombie until the
+                # waitpid below, so its process-group id cannot have been reused yet.
+                try:
+                    os.killpg(pid, 9)
+                except OSError:
+                    pass
                 _, status = os.waitpid(pid, 0)
                 _cleanup(cg_parents, cfg, name)
                 info = {"op": "exited", "pid": pid, "status": _describe(status)}
