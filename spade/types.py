@@ -59,7 +59,7 @@ def parse_header(code: str) -> tuple[str, dict[str, str]]:
     """(one-line description, {key: value}) from the module docstring, without running code."""
     try:
         doc = ast.get_docstring(ast.parse(code)) or ""
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "", {}
     lines = doc.strip().splitlines()
     meta: dict[str, str] = {}

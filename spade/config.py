@@ -1,0 +1,156 @@
+"""Configuration of a self-play run: nested frozen dataclasses, a docstring under every field.
+
+The `spade train` command line is generated from `TrainConfig` (tyro); presets live in
+`recipes/` (and `RECIPES` below) and any field can be overridden on top of one, for example
+`spade train --recipe paper-games --play.plays-per-env 4`. The whole config is written to the run
+directory as JSON, and `--resume` reads it back from there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from spade.backends.base import PPOConfig
+from spade.sandbox import SandboxConfig
+from spade.types import GAME_SKILLS
+from spade.validate import ValidatorConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    model: str = "tiny"
+    """`tiny` (the embedded default, built and warm-started locally), a local Hugging Face
+    checkpoint directory, or a hub id (downloaded only when you name one)."""
+    openai_base_url: str | None = None
+    """Sample from an OpenAI-compatible server instead (vLLM, SGLang, hosted APIs). Such a policy
+    can design and evaluate but not be trained: use it with `spade design` / `spade eval`."""
+    openai_api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the server's API key (never logged)."""
+    max_context_tokens: int = 2048
+    """Episodes end when the next prompt would not fit (prompt + reply)."""
+    device: str = "auto"
+    """`auto`, `cpu`, `cuda`, `cuda:1`..."""
+    lora_rank: int = 0
+    """Train LoRA adapters of this rank instead of all weights (needs the `lora` extra); 0 = off."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DesignConfig:
+    envs_per_regen: int = 6
+    """Environments requested from the Designer at every regeneration (paper 24)."""
+    regen_interval: int = 2
+    """Iterations between regenerations; the Designer's reward window (paper 4)."""
+    skills: tuple[str, ...] = GAME_SKILLS
+    """Skills the Designer is asked to target."""
+    active_skills: int = 3
+    """Skills active per regeneration, rotating (paper 3 of 6)."""
+    difficulty_word: str = "medium"
+    """The difficulty word in the Designer prompt."""
+    max_tokens: int = 1536
+    """Longest Designer reply (the environment code plus hint)."""
+    temperature: float = 1.0
+    """Designer sampling temperature."""
+    prompt_budget_chars: int | None = 3000
+    """Cap on the Designer prompt (grounding document truncated, exemplars dropped to fit);
+    None keeps the paper's full prompt (document up to 6,000 words, 2 exemplars, 1 negative)."""
+    separate_hint: bool = False
+    """Ask for the hint in a second call in which the policy reads its code (the paper's mode)."""
+    grounding: bool = True
+    """Ground each design attempt in a random document of the bundled corpus."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PlayConfig:
+    plays_per_env: int = 4
+    """Plain (unhinted) plays of each active environment per iteration (paper 8). On design
+    iterations newly designed environments are also played this many times with the hint, on
+    the same seeds."""
+    active_envs: int = 8
+    """Environments played per iteration: the most recently admitted ones (seeds included)."""
+    max_turns: int = 8
+    """Turn cap of an episode (paper 25)."""
+    max_tokens: int = 48
+    """Longest Agent reply per turn."""
+    temperature: float = 1.0
+    """Agent sampling temperature."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    run_dir: Path = Path("runs/latest")
+    """Where config, checkpoints, the pool database, metrics and logs go."""
+    iterations: int = 6
+    """Self-play iterations to run."""
+    seed: int = 0
+    """Seeds every random choice: sampling, designs, episode seeds, the trainer."""
+    designer_reward: str = "blend"
+    """`blend` (paper default), `regret`, `solve_rate` or `learning_potential`."""
+    no_design: bool = False
+    """Fixed-pool baseline: the Agent trains on the seed environments, nothing is designed."""
+    separate_designer: bool = False
+    """Two-model ablation: a Designer and an Agent policy, each trained on its own samples."""
+    heldout_eval: bool = True
+    """Evaluate the Agent on the held-out environments before the first and after the last
+    iteration."""
+    model: ModelConfig = ModelConfig()
+    design: DesignConfig = DesignConfig()
+    play: PlayConfig = PlayConfig()
+    ppo: PPOConfig = PPOConfig(learning_rate=3e-4, weight_decay=0.0, micro_batch_tokens=4096)
+    sandbox: SandboxConfig = SandboxConfig()
+    validator: ValidatorConfig = ValidatorConfig(probe_seeds=4, solution_seeds=2)
+
+
+def to_json(config: TrainConfig) -> dict[str, Any]:
+    def convert(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: convert(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, Path):
+            return str(value)
+        if isinstance(value, tuple):
+            return [convert(v) for v in value]
+        return value
+
+    result = convert(config)
+    assert isinstance(result, dict)
+    return result
+
+
+def from_json(data: dict[str, Any]) -> TrainConfig:
+    """Rebuild a TrainConfig written by `to_json` (unknown keys are an error)."""
+
+    def build(cls: Any, values: dict[str, Any]) -> Any:
+        kwargs = {}
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for key, value in values.items():
+            if key not in fields:
+                raise ValueError(f"unknown config field {cls.__name__}.{key}")
+            default = getattr(cls(), key) if _has_defaults(cls) else None
+            if dataclasses.is_dataclass(default):
+                kwargs[key] = build(type(default), value)
+            elif isinstance(default, Path):
+                kwargs[key] = Path(value)
+            elif isinstance(default, tuple) and isinstance(value, list):
+                kwargs[key] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+            else:
+                kwargs[key] = value
+        return cls(**kwargs)
+
+    return build(TrainConfig, data)
+
+
+def _has_defaults(cls: Any) -> bool:
+    return all(
+        f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        for f in dataclasses.fields(cls)
+    )
+
+
+def save(config: TrainConfig, path: Path) -> None:
+    path.write_text(json.dumps(to_json(config), indent=2) + "\n")
+
+
+def load(path: Path) -> TrainConfig:
+    return from_json(json.loads(path.read_text()))

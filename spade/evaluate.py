@@ -1,0 +1,104 @@
+"""Play a set of environments with a policy and report win rates with confidence intervals.
+
+    result = await evaluate(policy, sandbox, bundled.heldout_programs(), seeds=range(4), ...)
+    result.overall.rate, result.overall.low, result.overall.high, result.by_skill["Optimization"]
+
+Intervals are 95% Wilson score intervals over episodes (binomial: win or not).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+
+from spade.backends.base import Policy, SamplingParams
+from spade.rollout import PlayRequest, Rollout, play
+from spade.sandbox import Sandbox
+from spade.types import Program
+
+
+@dataclasses.dataclass(frozen=True)
+class WinRate:
+    wins: int
+    episodes: int
+
+    @property
+    def rate(self) -> float:
+        return self.wins / self.episodes if self.episodes else 0.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        return wilson(self.wins, self.episodes)
+
+    def to_json(self) -> dict[str, float]:
+        low, high = self.interval
+        return {
+            "wins": self.wins,
+            "episodes": self.episodes,
+            "rate": self.rate,
+            "low": low,
+            "high": high,
+        }
+
+
+def wilson(wins: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval for a binomial proportion; (0, 1) when n is 0."""
+    if n == 0:
+        return 0.0, 1.0
+    p = wins / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalResult:
+    overall: WinRate
+    by_skill: dict[str, WinRate]
+    errors: int
+    """Episodes whose environment failed (counted as losses)."""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "overall": self.overall.to_json(),
+            "by_skill": {k: v.to_json() for k, v in sorted(self.by_skill.items())},
+            "errors": self.errors,
+        }
+
+
+def summarise(rollouts: Sequence[Rollout]) -> EvalResult:
+    by_skill: dict[str, list[bool]] = {}
+    for r in rollouts:
+        by_skill.setdefault(r.request.program.skill or "unknown", []).append(r.return_ > 0)
+    wins = [w for ws in by_skill.values() for w in ws]
+    return EvalResult(
+        WinRate(sum(wins), len(wins)),
+        {k: WinRate(sum(v), len(v)) for k, v in by_skill.items()},
+        sum(1 for r in rollouts if r.error),
+    )
+
+
+async def evaluate(
+    policy: Policy,
+    sandbox: Sandbox,
+    programs: Sequence[Program],
+    *,
+    seeds: Iterable[int],
+    params: SamplingParams,
+    max_turns: int,
+    max_context_tokens: int | None = None,
+) -> EvalResult:
+    """Each program played once per seed (without hint); see the module docstring."""
+    seeds = list(seeds)
+    requests = [PlayRequest(p, s) for p in programs for s in seeds]
+    rollouts = await play(
+        policy,
+        sandbox,
+        requests,
+        params=params,
+        max_turns=max_turns,
+        max_context_tokens=max_context_tokens,
+    )
+    return summarise(rollouts)

@@ -1,0 +1,230 @@
+"""`spade train`: set up a run directory, the models, the sandbox and the pool, then loop.
+
+A run directory holds everything: `config.json`, `pool.sqlite` (programs, attempts, episodes,
+rewards, bands), `checkpoints/iter-N/` (trainer state: weights, optimizer, RNG), `state.json`
+(the last committed iteration and the pending Designer samples), `metrics.jsonl` (one line per
+iteration), `eval.json` (held-out evaluation) and `summary.json`. `--resume RUN_DIR` continues
+after the last committed iteration; a killed iteration is dropped and replayed identically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from spade import bundled
+from spade import config as config_io
+from spade.backends.base import SamplingParams
+from spade.config import TrainConfig
+from spade.evaluate import EvalResult, evaluate
+from spade.loop import LoopState, Models, checkpoint, restore, run_iteration
+from spade.pool import Pool
+from spade.rewards import make_designer_reward
+from spade.sandbox import Sandbox
+from spade.types import GAME_SKILLS, TOOL_SKILLS, Program, Verdict
+
+
+def resolve_model(cfg: TrainConfig, progress: bool = True) -> str:
+    """The model folder to load: `tiny` is built and warm-started locally (cached)."""
+    if cfg.model.model != "tiny":
+        return cfg.model.model
+    from spade.backends.bootstrap import bootstrap
+
+    return str(bootstrap("tiny", seed=cfg.seed, progress=progress))
+
+
+def build_models(cfg: TrainConfig, model: str) -> Models:
+    if cfg.model.openai_base_url:
+        raise ValueError(
+            "a policy served over the OpenAI API cannot be trained (no weights to update); "
+            "use it with `spade design` or `spade eval`"
+        )
+    from spade.backends.local import LocalBackend, LocalConfig, LoraSettings
+
+    def backend(seed: int) -> Any:
+        lora = LoraSettings(r=cfg.model.lora_rank) if cfg.model.lora_rank else None
+        return LocalBackend(
+            LocalConfig(model=model, device=cfg.model.device, seed=seed, ppo=cfg.ppo, lora=lora)
+        )
+
+    agent = backend(cfg.seed)
+    designer = backend(cfg.seed + 1) if cfg.separate_designer else agent
+    return Models(agent, agent, designer, designer)
+
+
+def seed_pool(pool: Pool, cfg: TrainConfig) -> int:
+    """Admit the bundled seeds for the configured skills at iteration 0 (once)."""
+    wanted = set(cfg.design.skills)
+    added = 0
+    for program in bundled.seed_programs():
+        if program.skill in wanted and program.env_id not in pool:
+            verdict = Verdict(program.env_id, True, (), {"bundled": True})
+            added += pool.add_program(program, verdict, 0, {"seed_file": program.source})
+    return added
+
+
+def heldout_for(cfg: TrainConfig) -> list[Program]:
+    """Held-out environments of the setting: games, tool use, or both."""
+    games = any(s in GAME_SKILLS for s in cfg.design.skills)
+    tools = any(s in TOOL_SKILLS for s in cfg.design.skills)
+    return [
+        p
+        for p in bundled.heldout_programs()
+        if (games and p.skill in GAME_SKILLS) or (tools and p.skill in TOOL_SKILLS)
+    ]
+
+
+def train(
+    cfg: TrainConfig,
+    *,
+    resume: bool = False,
+    show: Callable[[str], None] = print,
+    progress_bars: bool = True,
+    models: Models | None = None,
+) -> dict[str, Any]:
+    """Run (or continue) a self-play run; returns the summary also written to summary.json.
+
+    `models` replaces the backends built from `cfg.model` (tests use a scripted policy)."""
+    run_dir = cfg.run_dir
+    if resume:
+        cfg = config_io.load(run_dir / "config.json")
+    elif (run_dir / "state.json").exists():
+        raise FileExistsError(
+            f"{run_dir} already holds a run: pass --resume {run_dir}, or choose another --run-dir"
+        )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not resume:
+        config_io.save(cfg, run_dir / "config.json")
+    if models is None:
+        models = build_models(cfg, resolve_model(cfg, progress_bars))
+    reward_fn = make_designer_reward(cfg.designer_reward)
+    documents = bundled.grounding_documents() if cfg.design.grounding else []
+    event_loop = asyncio.new_event_loop()
+    run_async = event_loop.run_until_complete
+    summary: dict[str, Any] = {"run_dir": str(run_dir)}
+    with Pool(run_dir / "pool.sqlite") as pool:
+        seed_pool(pool, cfg)
+        state = restore(run_dir, models, pool) if resume else LoopState()
+        if state.reward_state is not None and hasattr(reward_fn, "load_state_dict"):
+            reward_fn.load_state_dict(state.reward_state)
+        sandbox = Sandbox(cfg.sandbox)
+        run_async(sandbox.start())
+        try:
+            evals = _read_json(run_dir / "eval.json")
+            if cfg.heldout_eval and "before" not in evals:
+                show("evaluating on the held-out environments (before training)")
+                evals["before"] = run_async(_heldout(models, sandbox, cfg)).to_json()
+                _write_json(run_dir / "eval.json", evals)
+            with _Progress(cfg.iterations, state.iteration, progress_bars) as bar:
+                for it in range(state.iteration + 1, cfg.iterations + 1):
+                    metrics = run_iteration(
+                        it,
+                        cfg,
+                        models,
+                        sandbox,
+                        pool,
+                        state,
+                        reward_fn,
+                        documents,
+                        run_async,
+                        bar.phase,
+                    )
+                    if hasattr(reward_fn, "state_dict"):
+                        state.reward_state = reward_fn.state_dict()
+                    checkpoint(run_dir, it, models, state, metrics)
+                    bar.done(metrics)
+            if cfg.heldout_eval and "after" not in evals:
+                show("evaluating on the held-out environments (after training)")
+                evals["after"] = run_async(_heldout(models, sandbox, cfg)).to_json()
+                _write_json(run_dir / "eval.json", evals)
+        finally:
+            run_async(sandbox.aclose())
+            event_loop.close()
+        summary["eval"] = evals
+    summary["iterations"] = [
+        json.loads(line)
+        for line in (run_dir / "metrics.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    _write_json(run_dir / "summary.json", summary)
+    return summary
+
+
+async def _heldout(models: Models, sandbox: Sandbox, cfg: TrainConfig) -> EvalResult:
+    params = SamplingParams(
+        max_tokens=cfg.play.max_tokens, temperature=cfg.play.temperature, seed=cfg.seed + 7
+    )
+    return await evaluate(
+        models.agent,
+        sandbox,
+        heldout_for(cfg),
+        seeds=range(4),
+        params=params,
+        max_turns=cfg.play.max_turns,
+        max_context_tokens=cfg.model.max_context_tokens,
+    )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)
+
+
+class _Progress:
+    """Iterations with ETA, and the phase of the current one (rich)."""
+
+    def __init__(self, total: int, done: int, enabled: bool) -> None:
+        self.enabled, self.total, self.done_count = enabled, total, done
+        self.started = time.monotonic()
+        self.bar: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.bar = Progress(
+                TextColumn("[bold]self-play[/] {task.fields[phase]:<9}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[last]}"),
+            )
+            self.task = self.bar.add_task(
+                "train", total=self.total, completed=self.done_count, phase="", last=""
+            )
+            self.bar.start()
+        return self
+
+    def phase(self, name: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, phase=name)
+
+    def done(self, metrics: dict[str, Any]) -> None:
+        if self.bar is not None:
+            valid = metrics.get("valid_design_rate")
+            last = f"win {metrics['plain_win_rate']:.2f}" + (
+                f"  valid {valid:.2f}" if valid is not None else ""
+            )
+            self.bar.update(self.task, advance=1, last=last, phase="")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
