@@ -1,4 +1,4 @@
-"""The `spade` command line: `spade validate | play | seeds | doctor`.
+"""The `spade` command line: train, design, eval, bootstrap, validate, play, seeds, doctor.
 
 Each subcommand is a function whose signature tyro turns into flags; heavy libraries (torch,
 transformers) are never imported here, so `spade --help` and `spade validate` start quickly.
@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import tyro
 
@@ -291,7 +291,7 @@ def seeds(
 
     if measure:
         asyncio.run(measure_all())
-    rows = []
+    rows: list[dict[str, Any]] = []
     for program in programs:
         levels = program.difficulty_levels()
         rows.append(
@@ -324,17 +324,40 @@ def seeds(
     return EXIT_OK
 
 
+def _model_command(name: str) -> Callable[..., int]:
+    def stub(*args: object, **kwargs: object) -> int:
+        raise AssertionError("dispatched by main()")
+
+    stub.__doc__ = MODEL_COMMANDS[name]
+    return stub
+
+
+MODEL_COMMANDS = {
+    "train": "Run SPADE self-play (default: the embedded tiny model, a few minutes on a CPU). "
+    "`spade train --help` lists every option.",
+    "design": "Synthesise and validate a pool of environments with any backend, no training.",
+    "eval": "Play environments (default: the held-out set) with a policy; win rates with CIs.",
+    "bootstrap": "Build and warm-start the embedded tiny model (cached), and measure it.",
+}
+
+
 COMMANDS: dict[str, Callable[..., int]] = {
     "validate": validate,
     "play": play,
     "doctor": doctor,
     "seeds": seeds,
+    **{name: _model_command(name) for name in MODEL_COMMANDS},
 }
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] in MODEL_COMMANDS:  # these import torch: loaded only when used
+        from spade.cli_models import run
+
+        return run(args[0], args[1:])
     try:
-        result = tyro.extras.subcommand_cli_from_dict(COMMANDS, args=argv, prog="spade")  # type: ignore[arg-type]
+        result = tyro.extras.subcommand_cli_from_dict(COMMANDS, args=args, prog="spade")  # type: ignore[arg-type]
     except BrokenPipeError:  # `spade ... | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK

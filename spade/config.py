@@ -11,11 +11,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import tyro
 
 from spade.backends.base import PPOConfig
 from spade.sandbox import SandboxConfig
-from spade.types import GAME_SKILLS
+from spade.types import GAME_SKILLS, TOOL_SKILLS
 from spade.validate import ValidatorConfig
 
 
@@ -95,7 +97,8 @@ class TrainConfig:
     heldout_eval: bool = True
     """Evaluate the Agent on the held-out environments before the first and after the last
     iteration."""
-    model: ModelConfig = ModelConfig()
+    model: Annotated[ModelConfig, tyro.conf.OmitArgPrefixes] = ModelConfig()
+    """(flags without prefix: `--model PATH`, `--openai-base-url URL`...)"""
     design: DesignConfig = DesignConfig()
     play: PlayConfig = PlayConfig()
     ppo: PPOConfig = PPOConfig(learning_rate=3e-4, weight_decay=0.0, micro_batch_tokens=4096)
@@ -154,3 +157,44 @@ def save(config: TrainConfig, path: Path) -> None:
 
 def load(path: Path) -> TrainConfig:
     return from_json(json.loads(path.read_text()))
+
+
+# --- presets (`spade train --recipe NAME`; launchers in recipes/) ------------------------------
+
+TINY_CPU = TrainConfig()
+"""The default: the embedded tiny model on a laptop CPU, a bounded run of a few minutes."""
+
+PAPER_GAMES = TrainConfig(
+    run_dir=Path("runs/paper-games"),
+    iterations=200,
+    design=DesignConfig(
+        envs_per_regen=24,
+        regen_interval=4,
+        active_skills=3,
+        max_tokens=8192,
+        prompt_budget_chars=None,
+    ),
+    play=PlayConfig(plays_per_env=8, active_envs=64, max_turns=25, max_tokens=4096),
+    model=ModelConfig(model="Qwen/Qwen3-4B", max_context_tokens=32768),
+    ppo=PPOConfig(
+        learning_rate=1e-6,
+        weight_decay=0.1,
+        clip_low=0.2,
+        clip_high=0.28,
+        kl_coef=0.0,
+        micro_batch_tokens=32768,
+    ),
+    validator=ValidatorConfig(),
+)
+"""The paper's games setting (SPADE.md section 2): 24 environments per regeneration every 4
+iterations, 8 plays per environment (and 8 hinted, same seeds: ours), 25 turns, lr 1e-6, weight
+decay 0.1, clip 0.2/0.28. Point `--model.model` at your checkpoint."""
+
+PAPER_TOOLS = dataclasses.replace(
+    PAPER_GAMES,
+    run_dir=Path("runs/paper-tools"),
+    design=dataclasses.replace(PAPER_GAMES.design, skills=TOOL_SKILLS),
+)
+"""The paper's tool-use setting: the same numbers over the six tool-use skills."""
+
+RECIPES = {"tiny-cpu": TINY_CPU, "paper-games": PAPER_GAMES, "paper-tools": PAPER_TOOLS}

@@ -18,8 +18,8 @@ from typing import Any
 
 from spade import bundled
 from spade import config as config_io
-from spade.backends.base import SamplingParams
-from spade.config import TrainConfig
+from spade.backends.base import Policy, PPOConfig, SamplingParams
+from spade.config import ModelConfig, TrainConfig
 from spade.evaluate import EvalResult, evaluate
 from spade.loop import LoopState, Models, checkpoint, restore, run_iteration
 from spade.pool import Pool
@@ -28,13 +28,36 @@ from spade.sandbox import Sandbox
 from spade.types import GAME_SKILLS, TOOL_SKILLS, Program, Verdict
 
 
-def resolve_model(cfg: TrainConfig, progress: bool = True) -> str:
+def resolve_model(model: ModelConfig, seed: int = 0, progress: bool = True) -> str:
     """The model folder to load: `tiny` is built and warm-started locally (cached)."""
-    if cfg.model.model != "tiny":
-        return cfg.model.model
+    if model.model != "tiny":
+        return model.model
     from spade.backends.bootstrap import bootstrap
 
-    return str(bootstrap("tiny", seed=cfg.seed, progress=progress))
+    return str(bootstrap("tiny", seed=seed, progress=progress))
+
+
+def local_backend(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | None = None) -> Any:
+    from spade.backends.local import LocalBackend, LocalConfig, LoraSettings
+
+    lora = LoraSettings(r=model.lora_rank) if model.lora_rank else None
+    config = LocalConfig(
+        model=path, device=model.device, seed=seed, ppo=ppo or PPOConfig(), lora=lora
+    )
+    return LocalBackend(config)
+
+
+def build_policy(model: ModelConfig, seed: int = 0, progress: bool = True) -> Policy:
+    """A sampling-only policy: an OpenAI-compatible server, or a local model."""
+    if model.openai_base_url:
+        from spade.backends.openai_compat import OpenAICompatConfig, OpenAICompatPolicy
+
+        config = OpenAICompatConfig(
+            base_url=model.openai_base_url, model=model.model, api_key_env=model.openai_api_key_env
+        )
+        return OpenAICompatPolicy(config)
+    policy: Policy = local_backend(model, resolve_model(model, seed, progress), seed)
+    return policy
 
 
 def build_models(cfg: TrainConfig, model: str) -> Models:
@@ -43,16 +66,10 @@ def build_models(cfg: TrainConfig, model: str) -> Models:
             "a policy served over the OpenAI API cannot be trained (no weights to update); "
             "use it with `spade design` or `spade eval`"
         )
-    from spade.backends.local import LocalBackend, LocalConfig, LoraSettings
-
-    def backend(seed: int) -> Any:
-        lora = LoraSettings(r=cfg.model.lora_rank) if cfg.model.lora_rank else None
-        return LocalBackend(
-            LocalConfig(model=model, device=cfg.model.device, seed=seed, ppo=cfg.ppo, lora=lora)
-        )
-
-    agent = backend(cfg.seed)
-    designer = backend(cfg.seed + 1) if cfg.separate_designer else agent
+    agent = local_backend(cfg.model, model, cfg.seed, cfg.ppo)
+    designer = agent
+    if cfg.separate_designer:
+        designer = local_backend(cfg.model, model, cfg.seed + 1, cfg.ppo)
     return Models(agent, agent, designer, designer)
 
 
@@ -100,7 +117,7 @@ def train(
     if not resume:
         config_io.save(cfg, run_dir / "config.json")
     if models is None:
-        models = build_models(cfg, resolve_model(cfg, progress_bars))
+        models = build_models(cfg, resolve_model(cfg.model, cfg.seed, progress_bars))
     reward_fn = make_designer_reward(cfg.designer_reward)
     documents = bundled.grounding_documents() if cfg.design.grounding else []
     event_loop = asyncio.new_event_loop()

@@ -1,4 +1,4 @@
-"""The two seams between the self-play loop and a model: `Policy` (sampling) and `Trainer` (updates).
+"""The seams between the self-play loop and a model: `Policy` (sampling), `Trainer` (updates).
 
 The loop only ever sees the types in this file. A backend is anything that implements the
 protocols: the local torch/transformers backend (`spade.backends.local`), an OpenAI-compatible
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Message = Mapping[str, Any]
-"""One chat message in OpenAI form: {"role": "system" | "user" | "assistant" | "tool", "content": str, ...}."""
+"""One chat message, OpenAI style: {"role": "user" (or system, assistant, tool), "content": ...}."""
 
 FinishReason = Literal["stop", "length"]
 """`stop`: an end-of-turn token or a stop string ended the reply; `length`: `max_tokens` did."""
@@ -145,9 +145,7 @@ class Policy(Protocol):
         """One completion per prompt, in order."""
         ...
 
-    def extend(
-        self, prompt: Prompt, completion: Completion, messages: Sequence[Message]
-    ) -> Prompt:
+    def extend(self, prompt: Prompt, completion: Completion, messages: Sequence[Message]) -> Prompt:
         """The prompt for the next turn: `prompt` + `completion` (as generated) + `messages`."""
         ...
 
@@ -190,12 +188,10 @@ class Sample:
         return sum(self.loss_mask)
 
 
-def episode_sample(
-    completions: Sequence[Completion], advantage: float, role: Role
-) -> Sample:
+def episode_sample(completions: Sequence[Completion], advantage: float, role: Role) -> Sample:
     """The training sequence of one episode (one turn or many), built from its completions.
 
-    Turn i's reply occupies `completions[i].completion_ids` at offset `len(completions[i].prompt_ids)`
+    Turn i's reply `completions[i].completion_ids` sits at offset `len(completions[i].prompt_ids)`
     and is trained (mask 1); everything else (prompts, observations, template tokens) is not.
     Each turn's prompt must start with the previous turn's prompt + reply, token for token.
     """
@@ -234,7 +230,7 @@ def episode_sample(
 
 @runtime_checkable
 class Trainer(Protocol):
-    """Updates the policy. After `update` returns, the paired Policy samples from the new weights."""
+    """Updates the policy. After `update` returns, the paired Policy samples the new weights."""
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
         """One policy update on this batch; returns scalar metrics (loss, kl, clip_frac, ...)."""
@@ -262,7 +258,7 @@ class PPOConfig:
     clip_high: float = 0.28
     """Ratio ceiling is 1 + clip_high (asymmetric, DAPO-style 'clip-higher')."""
     kl_coef: float = 0.0
-    """Weight of the k3 KL estimate to a frozen copy of the initial weights; 0 = no reference model."""
+    """Weight of the k3 KL to a frozen copy of the initial weights; 0 = no reference model."""
     max_grad_norm: float = 1.0
     """Clip the global gradient norm to this; 0 = no clipping."""
     micro_batch_tokens: int = 8192

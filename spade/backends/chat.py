@@ -4,13 +4,13 @@ Only needs a tokenizer object (no torch), so a future vLLM backend can reuse it.
 
 Multi-turn extension never re-tokenizes history. The next prompt is
 
-    previous prompt ids + generated ids (as generated) + closing suffix + delta(new messages)
+    previous prompt ids + generated ids (as generated) + delta
 
-where `delta` is what the template adds for the new messages (and the next assistant header),
-found by rendering a fixed dummy exchange with and without them, and `closing suffix` is the
-end-of-turn text the template puts after an assistant reply, minus the end-of-turn token when the
-model already generated it. A reply cut by `max_tokens` or a stop string is therefore closed the
-way the template would close it.
+where `delta` is the text the template writes after an assistant reply when the new messages
+follow it (the turn's closing, the new messages, the next assistant header), read off a rendering
+of a fixed dummy exchange plus the new messages, minus the end-of-turn token when the model already
+generated it. A reply cut by `max_tokens` or a stop string is therefore closed the way the template
+would close it.
 """
 
 from __future__ import annotations
@@ -31,7 +31,10 @@ DEFAULT_CHAT_TEMPLATE = (
 DEFAULT_END_OF_TURN = "<|im_end|>"
 
 _DUMMY_REPLY = "spade dummy reply"
-_DUMMY = ({"role": "user", "content": "spade dummy prompt"}, {"role": "assistant", "content": _DUMMY_REPLY})
+_DUMMY = (
+    {"role": "user", "content": "spade dummy prompt"},
+    {"role": "assistant", "content": _DUMMY_REPLY},
+)
 
 
 def ensure_chat_template(tokenizer: Any) -> bool:
@@ -68,7 +71,7 @@ def closing_suffix(tokenizer: Any) -> str:
 
 
 def end_of_turn_ids(tokenizer: Any) -> set[int]:
-    """Token ids that end an assistant turn: the tokenizer's EOS and the template's closing token."""
+    """Token ids that end an assistant turn: the tokenizer's EOS, the template's closing token."""
     ids: set[int] = set()
     if tokenizer.eos_token_id is not None:
         ids.add(int(tokenizer.eos_token_id))
@@ -86,16 +89,16 @@ def turn_delta_ids(
     tokenizer: Any, completion_ids: Sequence[int], messages: Sequence[Message], eot_ids: set[int]
 ) -> list[int]:
     """Tokens to append after a generated reply so that the next assistant turn can start."""
-    base = render(tokenizer, _DUMMY, add_generation_prompt=False)
+    # Everything the template writes after a (past) assistant reply: its closing, the new
+    # messages, the next assistant header. Reading it off one rendering, rather than diffing two,
+    # also works for templates that render the latest assistant turn differently (Qwen3 thinking).
     full = render(tokenizer, [*_DUMMY, *messages], add_generation_prompt=True)
-    if not full.startswith(base):
-        raise ValueError(
-            "the chat template re-renders earlier turns when a message is added; "
-            "token-in/token-out extension is not possible with it"
-        )
-    closing = closing_suffix(tokenizer)
+    at = full.find(_DUMMY_REPLY)
+    if at < 0:
+        raise ValueError("the chat template drops assistant content; cannot extend a conversation")
+    rest = full[at + len(_DUMMY_REPLY) :]
     if completion_ids and completion_ids[-1] in eot_ids:
         generated_end = tokenizer.decode([completion_ids[-1]])
-        if closing.startswith(generated_end):
-            closing = closing[len(generated_end) :]
-    return encode(tokenizer, closing + full[len(base) :])
+        if rest.startswith(generated_end):  # the model already closed its turn
+            rest = rest[len(generated_end) :]
+    return encode(tokenizer, rest)

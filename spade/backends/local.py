@@ -2,7 +2,7 @@
 
     from spade.backends.local import LocalBackend, LocalConfig
     backend = LocalBackend(LocalConfig(model="tiny", seed=0))        # or a local HF model folder
-    completions = backend.sample([[{"role": "user", "content": "hi"}]], SamplingParams(max_tokens=32))
+    completions = backend.sample([[{"role": "user", "content": "hi"}]], SamplingParams())
     metrics = backend.update([episode_sample([completions[0]], advantage=1.0, role="agent")])
     backend.save("run/ckpt-1"); backend.load("run/ckpt-1")
 
@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -36,6 +37,7 @@ from typing import Any
 import torch
 
 from spade.backends import chat, tiny
+from spade.backends._hf import quiet_progress
 from spade.backends.base import (
     Completion,
     Message,
@@ -111,35 +113,38 @@ class LocalBackend:
             torch.set_num_threads(config.threads)
         self.device = _device(config.device)
         self.precision = _precision(config.precision, self.device)
-        path = model_path(config.model)
+        self.model_path = path = model_path(config.model)
         local = Path(path).exists()
         self.tokenizer = AutoTokenizer.from_pretrained(
             path, local_files_only=local, trust_remote_code=config.trust_remote_code
         )
         default_template = chat.ensure_chat_template(self.tokenizer)
         dtype = torch.bfloat16 if self.precision == "bf16" else torch.float32
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[]), quiet_progress():
             torch.manual_seed(config.seed)
-            model = AutoModelForCausalLM.from_pretrained(
-                path, dtype=dtype, local_files_only=local, trust_remote_code=config.trust_remote_code
+            model: Any = AutoModelForCausalLM.from_pretrained(
+                path,
+                local_files_only=local,
+                trust_remote_code=config.trust_remote_code,
+                **{_dtype_kwarg(): dtype},
             )
         model.to(self.device).eval()
         if config.lora is not None:
             model = _with_lora(model, config.lora)
-        self.model = model
+        self.model: Any = model  # a transformers PreTrainedModel (or a peft wrapper of one)
 
         self.eot_ids = chat.end_of_turn_ids(self.tokenizer) | _generation_eos(model)
-        if not self.eot_ids:
-            raise ValueError(f"{path}: no end-of-sequence token; cannot tell when a reply ends")
-        # The default ChatML template on a tokenizer that lacks <|im_end|> as one token: stop on text.
+        # Default ChatML on a tokenizer without <|im_end|> as one token: stop on the text instead.
         self._template_stops: tuple[str, ...] = ()
         if default_template and self.tokenizer.convert_tokens_to_ids(chat.DEFAULT_END_OF_TURN) in (
             None,
             self.tokenizer.unk_token_id,
         ):
             self._template_stops = (chat.DEFAULT_END_OF_TURN,)
+        if not self.eot_ids and not self._template_stops:
+            raise ValueError(f"{path}: no end-of-turn token; cannot tell when a reply ends")
         pad = self.tokenizer.pad_token_id
-        self.pad_id = int(pad if pad is not None else min(self.eot_ids))
+        self.pad_id = int(pad if pad is not None else min(self.eot_ids, default=0))
 
         ppo = config.ppo
         self.ref_model = None
@@ -147,12 +152,16 @@ class LocalBackend:
             import copy
 
             self.ref_model = copy.deepcopy(model).requires_grad_(False)
-        decay, no_decay = [], []
+        decay: list[torch.nn.Parameter] = []
+        no_decay: list[torch.nn.Parameter] = []
         for p in model.parameters():
             if p.requires_grad:
                 (decay if p.dim() >= 2 else no_decay).append(p)
         self.optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": ppo.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            [
+                {"params": decay, "weight_decay": ppo.weight_decay},
+                {"params": no_decay, "weight_decay": 0.0},
+            ],
             lr=ppo.learning_rate,
             betas=ppo.betas,
         )
@@ -160,10 +169,14 @@ class LocalBackend:
         self.step = 0
 
     # ---------------------------------------------------------------- Policy
-    def sample(self, prompts: Sequence[Prompt | Sequence[Message]], params: SamplingParams) -> list[Completion]:
+    def sample(
+        self, prompts: Sequence[Prompt | Sequence[Message]], params: SamplingParams
+    ) -> list[Completion]:
         prompt_list = [Prompt.of(p) for p in prompts]
         ids = [
-            list(p.token_ids) if p.token_ids is not None else chat.prompt_ids(self.tokenizer, p.messages)
+            list(p.token_ids)
+            if p.token_ids is not None
+            else chat.prompt_ids(self.tokenizer, p.messages)
             for p in prompt_list
         ]
         if params.seed is not None:
@@ -189,7 +202,7 @@ class LocalBackend:
             for prompt_ids, r in zip(ids[chunk], raw):
                 out.append(
                     Completion(
-                        text=self.tokenizer.decode(r.ids, skip_special_tokens=True),
+                        text=str(self.tokenizer.decode(r.ids, skip_special_tokens=True)),
                         prompt_ids=tuple(prompt_ids),
                         completion_ids=tuple(r.ids),
                         logprobs=tuple(r.logprobs),
@@ -204,9 +217,15 @@ class LocalBackend:
             raise ValueError("extend needs a completion with token ids (sampled by this backend)")
         if prompt.token_ids is not None and tuple(prompt.token_ids) != completion.prompt_ids:
             raise ValueError("this completion was not sampled from this prompt")
-        delta = chat.turn_delta_ids(self.tokenizer, completion.completion_ids, messages, self.eot_ids)
+        delta = chat.turn_delta_ids(
+            self.tokenizer, completion.completion_ids, messages, self.eot_ids
+        )
         return Prompt(
-            messages=(*prompt.messages, {"role": "assistant", "content": completion.text}, *messages),
+            messages=(
+                *prompt.messages,
+                {"role": "assistant", "content": completion.text},
+                *messages,
+            ),
             token_ids=completion.prompt_ids + completion.completion_ids + tuple(delta),
         )
 
@@ -250,22 +269,32 @@ class LocalBackend:
         total_tokens = 0
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.model.eval()
-        for lo, hi in zip(bounds, bounds[1:]):
+        for lo, hi in itertools.pairwise(bounds):
             minibatch = samples[lo:hi]
             n_tok = sum(s.num_trained_tokens for s in minibatch)
             if n_tok == 0:
                 continue
             total_tokens += n_tok
-            for idx in pack_micro_batches([len(s.token_ids) for s in minibatch], ppo.micro_batch_tokens):
+            for idx in pack_micro_batches(
+                [len(s.token_ids) for s in minibatch], ppo.micro_batch_tokens
+            ):
                 batch = self._collate([minibatch[i] for i in idx])
-                logp, entropy = self._logprobs(self.model, batch)
+                logp, entropy = self._logprobs(self.model, batch, with_entropy=True)
+                assert entropy is not None
                 ref_logp = self._reference_logprobs(batch) if ppo.kl_coef > 0 else None
                 parts = ppo_loss(
-                    logp, batch["old_logp"], batch["advantage"], batch["mask"], float(n_tok),
-                    ppo.clip_low, ppo.clip_high, ref_logp, ppo.kl_coef,
+                    logp,
+                    batch["old_logp"],
+                    batch["advantage"],
+                    batch["mask"],
+                    float(n_tok),
+                    ppo.clip_low,
+                    ppo.clip_high,
+                    ref_logp,
+                    ppo.kl_coef,
                 )
                 parts.loss.backward()
-                parts.sums["entropy"] = float((entropy.detach() * batch["mask"]).sum())
+                parts.sums["entropy"] = float((entropy * batch["mask"]).sum())
                 for k, v in parts.sums.items():
                     sums[k] = sums.get(k, 0.0) + v
             max_norm = ppo.max_grad_norm if ppo.max_grad_norm > 0 else float("inf")
@@ -285,6 +314,31 @@ class LocalBackend:
         metrics["step"] = float(self.step)
         return metrics
 
+    def sft_step(self, samples: Sequence[Sample]) -> dict[str, float]:
+        """One AdamW step of supervised fine-tuning: mean NLL of the masked tokens."""
+        n_tok = sum(s.num_trained_tokens for s in samples)
+        if n_tok == 0:
+            raise ValueError("sft_step needs samples with trained tokens")
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.model.eval()
+        total = 0.0
+        for idx in pack_micro_batches(
+            [len(s.token_ids) for s in samples], self.config.ppo.micro_batch_tokens
+        ):
+            batch = self._collate([samples[i] for i in idx])
+            logp, _ = self._logprobs(self.model, batch)
+            loss = -(logp * batch["mask"]).sum() / n_tok
+            loss.backward()
+            total += float(loss.detach())
+        max_norm = (
+            self.config.ppo.max_grad_norm if self.config.ppo.max_grad_norm > 0 else float("inf")
+        )
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step += 1
+        return {"nll": total, "grad_norm": grad_norm, "trained_tokens": float(n_tok)}
+
     def _collate(self, batch: Sequence[Sample]) -> dict[str, torch.Tensor]:
         T = max(len(s.token_ids) for s in batch)
         ids = torch.full((len(batch), T), self.pad_id, dtype=torch.long)
@@ -299,16 +353,27 @@ class LocalBackend:
             old[i, :n] = torch.tensor(s.logprobs, dtype=torch.float32)
         d = self.device
         return {
-            "ids": ids.to(d), "attn": attn.to(d), "mask": mask[:, 1:].to(d), "old_logp": old[:, 1:].to(d),
+            "ids": ids.to(d),
+            "attn": attn.to(d),
+            "mask": mask[:, 1:].to(d),
+            "old_logp": old[:, 1:].to(d),
             "advantage": torch.tensor([s.advantage for s in batch], dtype=torch.float32, device=d),
-            "temperature": torch.tensor([s.temperature for s in batch], dtype=torch.float32, device=d),
+            "temperature": torch.tensor(
+                [s.temperature for s in batch], dtype=torch.float32, device=d
+            ),
         }
 
-    def _logprobs(self, model: torch.nn.Module, batch: dict[str, torch.Tensor]):
+    def _logprobs(
+        self, model: torch.nn.Module, batch: dict[str, torch.Tensor], with_entropy: bool = False
+    ):
         ctx = self._autocast() or nullcontext()
         with ctx:
-            logits = model(input_ids=batch["ids"], attention_mask=batch["attn"], use_cache=False).logits
-        return token_logprobs(logits[:, :-1], batch["ids"][:, 1:], batch["temperature"])
+            logits = model(
+                input_ids=batch["ids"], attention_mask=batch["attn"], use_cache=False
+            ).logits
+        return token_logprobs(
+            logits[:, :-1], batch["ids"][:, 1:], batch["temperature"], with_entropy
+        )
 
     def _reference_logprobs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         with torch.no_grad():
@@ -323,35 +388,59 @@ class LocalBackend:
 
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
-        weights = {n: p.detach().contiguous().cpu() for n, p in self.model.named_parameters() if p.requires_grad}
+        weights = {
+            n: p.detach().contiguous().cpu()
+            for n, p in self.model.named_parameters()
+            if p.requires_grad
+        }
         save_file(weights, str(d / "weights.safetensors"))
         torch.save(self.optimizer.state_dict(), d / "optimizer.pt")
-        rng: dict[str, Any] = {"torch": torch.get_rng_state(), "sampler": self._sampler_rng.get_state()}
+        rng: dict[str, Any] = {
+            "torch": torch.get_rng_state(),
+            "sampler": self._sampler_rng.get_state(),
+        }
         if torch.cuda.is_available():
             rng["cuda"] = torch.cuda.get_rng_state_all()
         torch.save(rng, d / "rng.pt")
-        state = {"step": self.step, "config": asdict(self.config)}
+        state = {
+            "step": self.step,
+            "config": asdict(self.config),
+            "model_path": self.model_path,
+            "tokenizer_sha256": self.tokenizer_fingerprint(),
+        }
         (d / "state.json").write_text(json.dumps(state, indent=2, default=str))
 
     def load(self, directory: str | Path) -> None:
         from safetensors.torch import load_file
 
         d = Path(directory)
+        state = json.loads((d / "state.json").read_text())
+        if state.get("tokenizer_sha256") not in (None, self.tokenizer_fingerprint()):
+            raise ValueError(
+                f"checkpoint {d} was trained with another tokenizer "
+                f"(model {state.get('model_path')}); this backend uses {self.model_path}. "
+                "Point LocalConfig.model at the checkpoint's model."
+            )
         tensors = load_file(str(d / "weights.safetensors"))
         named = {n: p for n, p in self.model.named_parameters() if p.requires_grad}
         if set(tensors) != set(named):
             missing, extra = sorted(set(named) - set(tensors)), sorted(set(tensors) - set(named))
-            raise ValueError(f"checkpoint does not match the model: missing {missing[:5]}, unexpected {extra[:5]}")
+            raise ValueError(
+                f"checkpoint does not match the model: missing {missing[:5]}, "
+                f"unexpected {extra[:5]}"
+            )
         with torch.no_grad():
             for n, t in tensors.items():
                 named[n].copy_(t)
-        self.optimizer.load_state_dict(torch.load(d / "optimizer.pt", map_location=self.device, weights_only=True))
+        self.optimizer.load_state_dict(
+            torch.load(d / "optimizer.pt", map_location=self.device, weights_only=True)
+        )
         rng = torch.load(d / "rng.pt", weights_only=True)
         torch.set_rng_state(rng["torch"])
         self._sampler_rng.set_state(rng["sampler"])
         if "cuda" in rng and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(rng["cuda"])
-        self.step = int(json.loads((d / "state.json").read_text())["step"])
+        self.step = int(state["step"])
 
     def export(self, directory: str | Path) -> Path:
         """Write a Hugging Face model folder (weights + tokenizer) usable as LocalConfig.model."""
@@ -361,13 +450,31 @@ class LocalBackend:
             import copy
 
             model = copy.deepcopy(self.model).merge_and_unload()  # type: ignore[operator]
-        model.save_pretrained(d)
-        self.tokenizer.save_pretrained(d)
+        with quiet_progress():
+            model.save_pretrained(d)
+            self.tokenizer.save_pretrained(d)
         return d
+
+    def tokenizer_fingerprint(self) -> str:
+        """Hash of vocabulary + chat template: a checkpoint only makes sense with the same."""
+        import hashlib
+
+        payload = json.dumps(
+            [sorted(self.tokenizer.get_vocab().items()), self.tokenizer.chat_template]
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()
 
     @property
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
+
+
+def _dtype_kwarg() -> str:
+    """`dtype` since transformers 4.56; `torch_dtype` before (an unknown kwarg is silently kept)."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
 
 
 def _generation_eos(model: torch.nn.Module) -> set[int]:
@@ -386,7 +493,9 @@ def _with_lora(model: torch.nn.Module, settings: LoraSettings) -> torch.nn.Modul
         r=settings.r,
         lora_alpha=settings.alpha,
         lora_dropout=settings.dropout,
-        target_modules=settings.target_modules if isinstance(settings.target_modules, str) else list(settings.target_modules),
+        target_modules=settings.target_modules
+        if isinstance(settings.target_modules, str)
+        else list(settings.target_modules),
         task_type="CAUSAL_LM",
     )
     return get_peft_model(model, config)

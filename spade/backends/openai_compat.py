@@ -1,6 +1,7 @@
 """A Policy over any OpenAI-compatible chat-completions server (vLLM, SGLang, llama.cpp, OpenAI...).
 
-    policy = OpenAICompatPolicy(OpenAICompatConfig(base_url="http://127.0.0.1:8000/v1", model="qwen"))
+    config = OpenAICompatConfig(base_url="http://127.0.0.1:8000/v1", model="qwen")
+    policy = OpenAICompatPolicy(config)
     completions = policy.sample(conversations, SamplingParams(max_tokens=1024, temperature=0.7))
 
 Sampling only; no Trainer. What a completion carries depends on the server:
@@ -35,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from spade.backends.base import Completion, Message, Prompt, SamplingParams
+from spade.backends.base import Completion, FinishReason, Message, Prompt, SamplingParams
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -89,7 +90,9 @@ class OpenAICompatPolicy:
     def __repr__(self) -> str:  # no key in here, ever
         return f"OpenAICompatPolicy(base_url={self.config.base_url!r}, model={self.config.model!r})"
 
-    def sample(self, prompts: Sequence[Prompt | Sequence[Message]], params: SamplingParams) -> list[Completion]:
+    def sample(
+        self, prompts: Sequence[Prompt | Sequence[Message]], params: SamplingParams
+    ) -> list[Completion]:
         bodies = [self._body(Prompt.of(p), params, i) for i, p in enumerate(prompts)]
         if not bodies:
             return []
@@ -98,7 +101,13 @@ class OpenAICompatPolicy:
         return [self._completion(r, params) for r in replies]
 
     def extend(self, prompt: Prompt, completion: Completion, messages: Sequence[Message]) -> Prompt:
-        return Prompt(messages=(*prompt.messages, {"role": "assistant", "content": completion.text}, *messages))
+        return Prompt(
+            messages=(
+                *prompt.messages,
+                {"role": "assistant", "content": completion.text},
+                *messages,
+            )
+        )
 
     # ------------------------------------------------------------------ request / response
     def _body(self, prompt: Prompt, params: SamplingParams, index: int) -> dict[str, Any]:
@@ -111,7 +120,9 @@ class OpenAICompatPolicy:
             "n": 1,
         }
         if params.top_k > 0:
-            body["top_k"] = params.top_k  # not in OpenAI's API; vLLM, SGLang and llama.cpp accept it
+            body["top_k"] = (
+                params.top_k
+            )  # not in OpenAI's API; vLLM, SGLang and llama.cpp accept it
         if params.stop:
             body["stop"] = list(params.stop)
         if params.seed is not None:
@@ -136,17 +147,23 @@ class OpenAICompatPolicy:
         for attempt in range(self.config.max_retries + 1):
             retry_after: float | None = None
             try:
-                request = urllib.request.Request(self._url, data=data, headers=self._headers(), method="POST")
+                request = urllib.request.Request(
+                    self._url, data=data, headers=self._headers(), method="POST"
+                )
                 with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
                     raw = response.read().decode()
                 try:
                     return json.loads(raw)
                 except ValueError:
-                    raise OpenAICompatError(f"{self._url}: reply is not JSON: {raw[:300]!r}") from None
+                    raise OpenAICompatError(
+                        f"{self._url}: reply is not JSON: {raw[:300]!r}"
+                    ) from None
             except urllib.error.HTTPError as e:
                 detail = _error_detail(e)
                 if e.code not in RETRY_STATUS:
-                    raise OpenAICompatError(f"{self._url}: HTTP {e.code}: {detail}", e.code) from None
+                    raise OpenAICompatError(
+                        f"{self._url}: HTTP {e.code}: {detail}", e.code
+                    ) from None
                 failure = f"HTTP {e.code}: {detail}"
                 retry_after = _retry_after(e.headers.get("Retry-After") if e.headers else None)
                 status: int | None = e.code
@@ -154,9 +171,14 @@ class OpenAICompatPolicy:
                 failure, status = f"{type(e).__name__}: {getattr(e, 'reason', e)}", None
             if attempt == self.config.max_retries:
                 raise OpenAICompatError(
-                    f"{self._url}: gave up after {attempt + 1} attempts; last error {failure}", status
+                    f"{self._url}: gave up after {attempt + 1} attempts; last error {failure}",
+                    status,
                 )
-            wait = retry_after if retry_after is not None else delay * (0.75 + 0.5 * self._jitter.random())
+            wait = (
+                retry_after
+                if retry_after is not None
+                else delay * (0.75 + 0.5 * self._jitter.random())
+            )
             time.sleep(min(wait, self.config.max_backoff_s))
             delay = min(delay * 2, self.config.max_backoff_s)
         raise AssertionError("unreachable")
@@ -166,31 +188,48 @@ class OpenAICompatPolicy:
             choice = reply["choices"][0]
             text = choice["message"].get("content") or ""
         except (KeyError, IndexError, TypeError, AttributeError):
-            raise OpenAICompatError(f"{self._url}: malformed reply: {json.dumps(reply)[:300]}") from None
-        finish = "length" if choice.get("finish_reason") == "length" else "stop"
+            raise OpenAICompatError(
+                f"{self._url}: malformed reply: {json.dumps(reply)[:300]}"
+            ) from None
+        finish: FinishReason = "length" if choice.get("finish_reason") == "length" else "stop"
         logprobs, token_ids = _parse_logprobs(choice.get("logprobs"))
         completion_ids = choice.get("token_ids") or token_ids
         prompt_ids = reply.get("prompt_token_ids") or choice.get("prompt_token_ids")
         missing = [
             name
-            for name, value in (("logprobs", logprobs), ("completion token ids", completion_ids), ("prompt token ids", prompt_ids))
+            for name, value in (
+                ("logprobs", logprobs),
+                ("completion token ids", completion_ids),
+                ("prompt token ids", prompt_ids),
+            )
             if value is None
         ]
-        if completion_ids is not None and logprobs is not None and len(completion_ids) != len(logprobs):
+        if (
+            completion_ids is not None
+            and logprobs is not None
+            and len(completion_ids) != len(logprobs)
+        ):
             missing.append("aligned logprobs")
             logprobs = None
         reason = None
         if missing:
             reason = (
-                f"the server at {self.config.base_url} returned no {', '.join(missing)}; its completions can be "
+                f"the server at {self.config.base_url} returned no {', '.join(missing)}; "
+                "its completions can be "
                 "used for design and evaluation but not for training"
-                + ("" if self.config.request_token_ids else " (token ids need a vLLM server and request_token_ids=True)")
+                + (
+                    ""
+                    if self.config.request_token_ids
+                    else " (token ids need a vLLM server and request_token_ids=True)"
+                )
             )
         temperature = params.logprob_temperature if self.config.logprobs_at_temperature else 1.0
         return Completion(
             text=text,
             prompt_ids=tuple(int(t) for t in prompt_ids) if prompt_ids is not None else None,
-            completion_ids=tuple(int(t) for t in completion_ids) if completion_ids is not None else None,
+            completion_ids=tuple(int(t) for t in completion_ids)
+            if completion_ids is not None
+            else None,
             logprobs=tuple(float(x) for x in logprobs) if logprobs is not None else None,
             finish_reason=finish,
             temperature=temperature,

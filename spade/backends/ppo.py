@@ -29,13 +29,20 @@ class LossParts:
 
 
 def token_logprobs(
-    logits_BTV: torch.Tensor, targets_BT: torch.Tensor, temperature_B: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Log-probability of each target under logits / temperature, and the entropy, in float32."""
+    logits_BTV: torch.Tensor,
+    targets_BT: torch.Tensor,
+    temperature_B: torch.Tensor,
+    with_entropy: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probability of each target under logits / temperature, in float32, and the entropy
+    (a diagnostic: computed without gradient, so it costs no backward memory)."""
     logits = logits_BTV.float() / temperature_B[:, None, None]
     logp_all = torch.log_softmax(logits, dim=-1)
     logp = logp_all.gather(-1, targets_BT.unsqueeze(-1)).squeeze(-1)
-    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    entropy = None
+    if with_entropy:
+        with torch.no_grad():
+            entropy = -(logp_all.exp() * logp_all).sum(-1)
     return logp, entropy
 
 
@@ -65,7 +72,9 @@ def ppo_loss(
         sums["kl_ref"] = float((kl.detach() * mask).sum())
     loss = (per_token * mask).sum() / normaliser
     with torch.no_grad():
-        clip_active = ((ratio < 1.0 - clip_low) & (adv < 0)) | ((ratio > 1.0 + clip_high) & (adv > 0))
+        clip_active = ((ratio < 1.0 - clip_low) & (adv < 0)) | (
+            (ratio > 1.0 + clip_high) & (adv > 0)
+        )
         sums["pg_loss"] = float((pg * mask).sum())
         sums["clip_frac"] = float((clip_active.float() * mask).sum())
         sums["ratio"] = float((ratio * mask).sum())

@@ -15,6 +15,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -28,13 +29,14 @@ class RawCompletion:
     finish_reason: FinishReason
 
 
-def cache_kwarg(model: torch.nn.Module) -> str:
-    """The forward() keyword for the KV cache: `cache` (transformers >= 5.x) or `past_key_values`."""
-    params = inspect.signature(model.forward).parameters
+def cache_kwarg(model: Any) -> str:
+    """forward()'s KV-cache keyword: `cache` (newer transformers) or `past_key_values`."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wrapper
+    params = inspect.signature(base.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
 
 
-def new_cache(model: torch.nn.Module) -> object:
+def new_cache(model: Any) -> object:
     from transformers import DynamicCache
 
     try:
@@ -54,7 +56,9 @@ def row_seeds(base_seed: int, n: int) -> list[int]:
     return out
 
 
-def _filter_sorted(logits_BV: torch.Tensor, top_k: int, top_p: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _filter_sorted(
+    logits_BV: torch.Tensor, top_k: int, top_p: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Sorted (descending) probabilities with the top-k / top-p tail zeroed, and the sort index."""
     sorted_logits, index = torch.sort(logits_BV, dim=-1, descending=True)
     probs = torch.softmax(sorted_logits, dim=-1)
@@ -81,7 +85,7 @@ def _draw(probs_BV: torch.Tensor, generators: Sequence[torch.Generator]) -> torc
 
 @torch.no_grad()
 def generate(
-    model: torch.nn.Module,
+    model: Any,
     prompts: Sequence[Sequence[int]],
     params: SamplingParams,
     *,
@@ -121,7 +125,11 @@ def generate(
     for t in range(params.max_tokens):
         with ctx:
             logits = model(
-                input_ids=step_ids, attention_mask=mask, position_ids=step_pos, use_cache=True, **{kw: cache}
+                input_ids=step_ids,
+                attention_mask=mask,
+                position_ids=step_pos,
+                use_cache=True,
+                **{kw: cache},
             ).logits[:, -1, :]
         scaled = logits.float() / temperature
         logp_all = torch.log_softmax(scaled, dim=-1)
@@ -129,7 +137,9 @@ def generate(
             token = scaled.argmax(-1)
         elif filtering:
             probs, index = _filter_sorted(scaled, params.top_k, params.top_p)
-            token = index.gather(-1, _draw(probs, [gens[i] for i in alive]).unsqueeze(-1)).squeeze(-1)
+            token = index.gather(-1, _draw(probs, [gens[i] for i in alive]).unsqueeze(-1)).squeeze(
+                -1
+            )
         else:
             token = _draw(logp_all.exp(), [gens[i] for i in alive])
         token_logp = logp_all.gather(-1, token.unsqueeze(-1)).squeeze(-1)

@@ -25,7 +25,9 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
+from spade.backends._hf import quiet_progress
 from spade.backends.chat import DEFAULT_CHAT_TEMPLATE
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +53,9 @@ class TinyConfig:
     seed: int = 0
 
     def key(self, corpus_hash: str) -> str:
-        payload = json.dumps({**asdict(self), "corpus": corpus_hash, "v": FORMAT_VERSION}, sort_keys=True)
+        payload = json.dumps(
+            {**asdict(self), "corpus": corpus_hash, "v": FORMAT_VERSION}, sort_keys=True
+        )
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
@@ -120,7 +124,10 @@ def train_tokenizer(texts: list[str], vocab_size: int):  # -> PreTrainedTokenize
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Digits(individual_digits=True), pre_tokenizers.ByteLevel(add_prefix_space=False)]
+        [
+            pre_tokenizers.Digits(individual_digits=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False),
+        ]
     )
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
@@ -137,11 +144,13 @@ def train_tokenizer(texts: list[str], vocab_size: int):  # -> PreTrainedTokenize
     return hf
 
 
-def build_model(config: TinyConfig, vocab_size: int, eos_id: int, pad_id: int):  # -> PreTrainedModel
+def build_model(
+    config: TinyConfig, vocab_size: int, eos_id: int, pad_id: int
+):  # -> PreTrainedModel
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-    common = dict(
+    common: dict[str, Any] = dict(
         vocab_size=vocab_size,
         hidden_size=config.hidden_size,
         intermediate_size=config.intermediate_size,
@@ -156,6 +165,8 @@ def build_model(config: TinyConfig, vocab_size: int, eos_id: int, pad_id: int): 
         bos_token_id=None,
         attention_dropout=0.0,
     )
+    hf_config: Any
+    cls: Any
     if config.arch == "qwen2":
         hf_config, cls = Qwen2Config(**common), Qwen2ForCausalLM
     elif config.arch == "llama":
@@ -167,7 +178,9 @@ def build_model(config: TinyConfig, vocab_size: int, eos_id: int, pad_id: int): 
         return cls(hf_config)
 
 
-def tiny_model_path(preset: str | TinyConfig = "tiny", seed: int | None = None, root: Path | None = None) -> Path:
+def tiny_model_path(
+    preset: str | TinyConfig = "tiny", seed: int | None = None, root: Path | None = None
+) -> Path:
     """The cached model directory for a preset, building it first if needed."""
     config = resolve(preset, seed)
     texts = corpus_texts()
@@ -179,12 +192,20 @@ def tiny_model_path(preset: str | TinyConfig = "tiny", seed: int | None = None, 
     try:
         tokenizer = train_tokenizer(texts, config.vocab_size)
         model = build_model(
-            config, len(tokenizer), tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.pad_token_id
+            config,
+            len(tokenizer),
+            tokenizer.convert_tokens_to_ids("<|im_end|>"),
+            tokenizer.pad_token_id,
         )
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        meta = {"preset": asdict(config), "corpus_hash": corpus_hash(texts), "format": FORMAT_VERSION,
-                "parameters": sum(p.numel() for p in model.parameters())}
+        with quiet_progress():
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
+        meta = {
+            "preset": asdict(config),
+            "corpus_hash": corpus_hash(texts),
+            "format": FORMAT_VERSION,
+            "parameters": sum(p.numel() for p in model.parameters()),
+        }
         (tmp / "spade_tiny.json").write_text(json.dumps(meta, indent=2))
         try:
             tmp.rename(target)

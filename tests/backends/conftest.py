@@ -40,7 +40,7 @@ def torch_threads() -> None:
 
 @pytest.fixture
 def make_local(torch_threads: None) -> Callable[..., object]:
-    """LocalBackend on the tiny-test model; keyword arguments go to PPOConfig (lr defaults to 1e-3)."""
+    """LocalBackend on tiny-test; keyword arguments go to PPOConfig (lr defaults to 1e-3)."""
     from spade.backends.base import PPOConfig
     from spade.backends.local import LocalBackend, LocalConfig
 
@@ -64,7 +64,7 @@ def tiny_tokenizer(_model_cache: Path):
 
 @pytest.fixture
 def fake_server() -> Iterator[Callable[..., str]]:
-    """start(*args) -> base URL of a fresh fake server; every server started is stopped afterwards."""
+    """start(*args) -> base URL of a fresh fake server; all are stopped afterwards."""
     procs: list[subprocess.Popen[str]] = []
 
     def start(*args: str) -> str:

@@ -42,7 +42,9 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *a: object) -> None:  # quiet
             pass
 
-        def _send(self, status: int, payload: object, headers: dict[str, str] | None = None) -> None:
+        def _send(
+            self, status: int, payload: object, headers: dict[str, str] | None = None
+        ) -> None:
             body = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -55,8 +57,15 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/stats"):
                 with state.lock:
-                    self._send(200, {"requests": state.requests, "max_in_flight": state.max_in_flight,
-                                     "auth_seen": state.auth_seen, "seeds": state.seeds})
+                    self._send(
+                        200,
+                        {
+                            "requests": state.requests,
+                            "max_in_flight": state.max_in_flight,
+                            "auth_seen": state.auth_seen,
+                            "seeds": state.seeds,
+                        },
+                    )
             else:
                 self._send(404, {"error": {"message": "not found"}})
 
@@ -83,14 +92,21 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             if args.require_key and auth != f"Bearer {args.require_key}":
                 return self._send(401, {"error": {"message": "invalid api key"}})
             if n <= args.fail_first:
-                return self._send(args.fail_status, {"error": {"message": "overloaded, try again"}},
-                                  {"Retry-After": "0"} if args.fail_status == 429 else None)
+                return self._send(
+                    args.fail_status,
+                    {"error": {"message": "overloaded, try again"}},
+                    {"Retry-After": "0"} if args.fail_status == 429 else None,
+                )
             if args.bad_request_model and body.get("model") == args.bad_request_model:
-                return self._send(400, {"error": {"message": f"model {args.bad_request_model} does not exist"}})
+                return self._send(
+                    400, {"error": {"message": f"model {args.bad_request_model} does not exist"}}
+                )
             if args.delay_s:
                 time.sleep(args.delay_s)
             messages = body.get("messages", [])
-            last_user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+            last_user = next(
+                (m["content"] for m in reversed(messages) if m.get("role") == "user"), ""
+            )
             text = "echo: " + str(last_user)
             finish = "stop"
             max_tokens = int(body.get("max_tokens") or 10**9)
@@ -99,15 +115,28 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             for stop in body.get("stop") or []:
                 if stop in text:
                     text, finish = text[: text.index(stop)], "stop"
-            choice: dict = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
+            choice: dict = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish,
+            }
             if body.get("logprobs") and not args.no_logprobs:
-                choice["logprobs"] = {"content": [
-                    {"token": c, "logprob": -0.5 - 0.01 * i, "top_logprobs": []} for i, c in enumerate(text)
-                ]}
-            reply: dict = {"id": f"chatcmpl-{n}", "object": "chat.completion", "model": body.get("model"),
-                           "choices": [choice]}
+                choice["logprobs"] = {
+                    "content": [
+                        {"token": c, "logprob": -0.5 - 0.01 * i, "top_logprobs": []}
+                        for i, c in enumerate(text)
+                    ]
+                }
+            reply: dict = {
+                "id": f"chatcmpl-{n}",
+                "object": "chat.completion",
+                "model": body.get("model"),
+                "choices": [choice],
+            }
             if body.get("return_token_ids"):
-                reply["prompt_token_ids"] = [ord(c) for m in messages for c in str(m.get("content", ""))]
+                reply["prompt_token_ids"] = [
+                    ord(c) for m in messages for c in str(m.get("content", ""))
+                ]
                 choice["token_ids"] = [ord(c) for c in text]
             self._send(200, reply)
 
@@ -117,7 +146,9 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, default=0)
-    p.add_argument("--fail-first", type=int, default=0, help="answer the first N requests with an error")
+    p.add_argument(
+        "--fail-first", type=int, default=0, help="answer the first N requests with an error"
+    )
     p.add_argument("--fail-status", type=int, default=503)
     p.add_argument("--require-key", default=None)
     p.add_argument("--delay-s", type=float, default=0.0)

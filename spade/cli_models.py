@@ -1,0 +1,379 @@
+"""The commands that use a model: `spade train | design | eval | bootstrap`.
+
+Imported only when one of them runs (they pull in torch through the local backend).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import tyro
+from rich.console import Console
+from rich.table import Table
+
+from spade import bundled
+from spade import config as config_io
+from spade.backends.base import SamplingParams
+from spade.config import RECIPES, ModelConfig, TrainConfig
+from spade.types import GAME_SKILLS, Program, skill_slug
+
+console = Console(highlight=False)
+
+
+def train_main(argv: list[str]) -> int:
+    """`spade train [--recipe NAME] [--resume RUN_DIR] [config overrides]`."""
+    recipe, resume, rest = "tiny-cpu", None, []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--recipe" or arg.startswith("--recipe="):
+            recipe = arg.split("=", 1)[1] if "=" in arg else next(args, "")
+        elif arg == "--resume" or arg.startswith("--resume="):
+            resume = arg.split("=", 1)[1] if "=" in arg else next(args, "")
+        else:
+            rest.append(arg)
+    if recipe not in RECIPES:
+        console.print(f"spade train: unknown recipe {recipe!r}; choose from {', '.join(RECIPES)}")
+        return 2
+    if resume is not None:
+        if rest:
+            console.print(
+                "spade train: --resume continues a run with its saved config; "
+                "overrides are not allowed"
+            )
+            return 2
+        run_dir = Path(resume)
+        if not (run_dir / "config.json").exists():
+            console.print(f"spade train: {run_dir} holds no run (no config.json)")
+            return 2
+        cfg = config_io.load(run_dir / "config.json")
+    else:
+        cfg = tyro.cli(
+            TrainConfig,
+            default=RECIPES[recipe],
+            args=rest,
+            prog="spade train",
+            description=_TRAIN_HELP,
+        )
+    from spade.train import train
+
+    try:
+        summary = train(cfg, resume=resume is not None, show=console.print)
+    except (FileExistsError, ValueError) as exc:
+        console.print(f"spade train: {exc}")
+        return 2
+    print_summary(summary)
+    return 0
+
+
+_TRAIN_HELP = (
+    "Run SPADE self-play. Presets: --recipe tiny-cpu (default: the embedded model on this "
+    "machine), paper-games, paper-tools (real models; set --model.model). --resume RUN_DIR "
+    "continues a run exactly where it was stopped. Every field below overrides the preset."
+)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    table = Table(title="self-play summary")
+    for column in (
+        "iter",
+        "valid designs",
+        "designer reward",
+        "regret",
+        "plain win",
+        "hinted win",
+        "frontier/mastered/out",
+        "turns",
+        "s",
+        "overhead",
+    ):
+        table.add_column(column, justify="right")
+    for m in summary["iterations"]:
+        bands = m.get("bands") or {}
+        table.add_row(
+            str(m["iteration"]),
+            _fmt(m.get("valid_design_rate")),
+            _fmt(m.get("designer_reward")),
+            _fmt(m.get("regret")),
+            _fmt(m["plain_win_rate"]),
+            _fmt(m.get("hinted_win_rate")),
+            f"{bands.get('frontier', 0)}/{bands.get('mastered', 0)}/{bands.get('out_of_reach', 0)}",
+            _fmt(m["mean_turns"]),
+            f"{m['seconds']:.0f}",
+            f"{m['overhead']:.0%}",
+        )
+    console.print(table)
+    for when, result in summary.get("eval", {}).items():
+        o = result["overall"]
+        console.print(
+            f"held-out win rate {when}: {o['rate']:.2f} "
+            f"(95% CI {o['low']:.2f}-{o['high']:.2f}, {o['episodes']} episodes)"
+        )
+    console.print(f"run directory: {summary['run_dir']}")
+
+
+# --- eval -------------------------------------------------------------------------------------
+
+
+def eval_cmd(
+    paths: tyro.conf.Positional[list[Path]] = [],  # noqa: B006 - tyro reads the default
+    /,
+    model: str = "tiny",
+    run_dir: Path | None = None,
+    openai_base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    seeds: int = 4,
+    max_turns: int = 8,
+    max_tokens: int = 48,
+    temperature: float = 1.0,
+    seed: int = 0,
+    json_output: tyro.conf.arg(name="json") = False,  # type: ignore[valid-type]
+) -> int:
+    """Play environments with a policy: win rate per skill and overall, with 95% intervals.
+
+    Args:
+        paths: Environment files or directories; default: the bundled held-out set.
+        model: `tiny`, a local checkpoint directory, a hub id, or the served model's name.
+        run_dir: Evaluate the latest checkpoint of this training run (its Agent).
+        openai_base_url: Sample from an OpenAI-compatible server instead of a local model.
+        api_key_env: Environment variable with the server's key.
+        seeds: Episodes per environment (seeds 0..N-1).
+        max_turns: Turn cap per episode.
+        max_tokens: Longest reply per turn.
+        temperature: Sampling temperature.
+        seed: Sampling seed.
+        json_output: Print the result as one JSON object.
+    """
+    from spade.evaluate import evaluate
+    from spade.sandbox import Sandbox
+
+    programs = _programs(paths) if paths else bundled.heldout_programs()
+    if isinstance(programs, str):
+        console.print(f"spade eval: {programs}")
+        return 2
+    policy = _policy_for(model, run_dir, openai_base_url, api_key_env, seed)
+    params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed)
+
+    async def run() -> Any:
+        async with Sandbox() as sandbox:
+            return await evaluate(
+                policy, sandbox, programs, seeds=range(seeds), params=params, max_turns=max_turns
+            )
+
+    result = asyncio.run(run())
+    if json_output:
+        print(json.dumps(result.to_json()))
+        return 0
+    table = Table(title=f"win rate over {len(programs)} environments x {seeds} seeds")
+    for column in ("skill", "wins", "episodes", "rate", "95% CI"):
+        table.add_column(column)
+    rows = sorted(result.by_skill.items()) + [("overall", result.overall)]
+    for name, rate in rows:
+        low, high = rate.interval
+        table.add_row(
+            name, str(rate.wins), str(rate.episodes), f"{rate.rate:.2f}", f"{low:.2f}-{high:.2f}"
+        )
+    console.print(table)
+    if result.errors:
+        console.print(f"{result.errors} episodes ended with an environment error (losses)")
+    return 0
+
+
+def _exemplars(pool: Any, rng: random.Random) -> Any:
+    return lambda skill: [m.program for m in pool.exemplars(skill, rng, k=10)]
+
+
+def _programs(paths: list[Path]) -> list[Program] | str:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(path.rglob("*.py")))
+        elif path.is_file():
+            files.append(path)
+        else:
+            return f"no such file or directory: {path}"
+    return [Program.from_file(f) for f in files] or "no environment files found"
+
+
+def _policy_for(
+    model: str, run_dir: Path | None, base_url: str | None, key_env: str, seed: int
+) -> Any:
+    from spade.train import build_policy, local_backend, resolve_model
+
+    if run_dir is not None:
+        cfg = config_io.load(run_dir / "config.json")
+        state = json.loads((run_dir / "state.json").read_text())
+        backend = local_backend(cfg.model, resolve_model(cfg.model, cfg.seed), cfg.seed, cfg.ppo)
+        if state.get("checkpoint"):
+            backend.load(run_dir / state["checkpoint"] / "agent")
+        return backend
+    return build_policy(
+        ModelConfig(model=model, openai_base_url=base_url, openai_api_key_env=key_env), seed
+    )
+
+
+# --- design -----------------------------------------------------------------------------------
+
+
+def design_cmd(
+    out: Path,
+    /,
+    count: int = 12,
+    skills: tuple[str, ...] = GAME_SKILLS,
+    model: str = "tiny",
+    openai_base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    batch: int = 12,
+    max_rounds: int = 10,
+    max_tokens: int = 1536,
+    temperature: float = 1.0,
+    prompt_budget_chars: int | None = 3000,
+    seed: int = 0,
+) -> int:
+    """Synthesise and validate a pool of environments with any backend (no training).
+
+    Admitted environments are written to OUT as reference-format files
+    (`game_{round:05d}_{index:03d}_{skill}.py`), and every attempt, with its verdict and hint,
+    to OUT/pool.sqlite and OUT/attempts.jsonl.
+
+    Args:
+        out: Output directory (created).
+        count: Stop once this many environments are admitted.
+        skills: Skills to design for (rotating, 3 at a time).
+        model: `tiny`, a local checkpoint, a hub id, or the served model's name.
+        openai_base_url: Design with an OpenAI-compatible server.
+        api_key_env: Environment variable with the server's key.
+        batch: Design attempts per round (one batched sampling call).
+        max_rounds: Give up after this many rounds.
+        max_tokens: Longest Designer reply.
+        temperature: Sampling temperature.
+        prompt_budget_chars: Designer prompt cap (None: the paper's full prompt).
+        seed: Seeds every random choice.
+    """
+    from rich.progress import Progress
+
+    from spade.designer import SkillRotation, design
+    from spade.pool import Pool
+    from spade.sandbox import Sandbox
+    from spade.validate import validate_many
+
+    out.mkdir(parents=True, exist_ok=True)
+    policy = _policy_for(model, None, openai_base_url, api_key_env, seed)
+    rotation = SkillRotation(skills, min(3, len(skills)))
+    documents = bundled.grounding_documents()
+    admitted = 0
+    with Pool(out / "pool.sqlite") as pool, Progress(console=console) as progress:
+        task = progress.add_task("designing", total=count)
+        loop = asyncio.new_event_loop()
+        sandbox = Sandbox()
+        loop.run_until_complete(sandbox.start())
+        try:
+            for rnd in range(max_rounds):
+                rng = random.Random(f"{seed}/{rnd}")
+                attempts = design(
+                    policy,
+                    iteration=rnd,
+                    regen=rnd,
+                    skills_per_env=rotation.skills_for(rnd, batch),
+                    rng=rng,
+                    documents=documents,
+                    exemplars_for=_exemplars(pool, rng),
+                    params=SamplingParams(
+                        max_tokens=max_tokens, temperature=temperature, seed=rng.randrange(2**31)
+                    ),
+                    budget_chars=prompt_budget_chars,
+                )
+                programs = [a.program for a in attempts if a.program is not None]
+                verdicts = loop.run_until_complete(
+                    validate_many(programs, sandbox, pool=pool.admitted())
+                )
+                by_id = dict(zip((p.env_id for p in programs), verdicts))
+                with open(out / "attempts.jsonl", "a") as log:
+                    for a in attempts:
+                        verdict = by_id.get(a.program.env_id) if a.program else None
+                        ok = bool(verdict and verdict.admitted and admitted < count)
+                        if ok and a.program is not None and verdict is not None:
+                            pool.add_program(a.program, verdict, rnd, {"attempt": a.attempt_index})
+                            name = f"game_{rnd:05d}_{a.attempt_index:03d}_{skill_slug(a.skill)}.py"
+                            (out / name).write_text(a.program.code)
+                            admitted += 1
+                            progress.advance(task)
+                        pool.record_attempt(
+                            rnd,
+                            rnd,
+                            a.skill,
+                            a.attempt_index,
+                            env_id=a.program.env_id if ok and a.program else None,
+                            admitted=ok,
+                            failures=list(verdict.failures)
+                            if verdict
+                            else [a.error or "no program"],
+                        )
+                        log.write(
+                            json.dumps(
+                                {
+                                    "round": rnd,
+                                    "skill": a.skill,
+                                    "attempt": a.attempt_index,
+                                    "admitted": ok,
+                                    "hint": a.program.hint if a.program else None,
+                                    "error": a.error,
+                                    "verdict": verdict.to_json() if verdict else None,
+                                }
+                            )
+                            + "\n"
+                        )
+                if admitted >= count:
+                    break
+        finally:
+            loop.run_until_complete(sandbox.aclose())
+            loop.close()
+    console.print(f"{admitted} environments admitted into {out}")
+    return 0 if admitted >= count else 1
+
+
+# --- bootstrap --------------------------------------------------------------------------------
+
+
+def bootstrap_cmd(force: bool = False, seed: int = 0, measure: bool = True) -> int:
+    """Build and warm-start the embedded `tiny` model (cached), then measure it.
+
+    Args:
+        force: Rebuild even if a cached model exists.
+        seed: Seed of the warm start.
+        measure: Report the share of valid Designer replies and the Agent's win rate on seeds.
+    """
+    from spade.backends.bootstrap import bootstrap
+
+    path = bootstrap("tiny", seed=seed, force=force)
+    console.print(f"warm-started model: {path}")
+    if measure:
+        from spade.warmstart import measure_model
+
+        report = measure_model(str(path), seed=seed)
+        console.print(json.dumps(report, indent=2))
+    return 0
+
+
+def run(name: str, argv: list[str]) -> int:
+    if name == "train":
+        return train_main(argv)
+    commands = {"eval": eval_cmd, "design": design_cmd, "bootstrap": bootstrap_cmd}
+    result = tyro.cli(commands[name], args=argv, prog=f"spade {name}")  # type: ignore[call-overload]
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(run(sys.argv[1], sys.argv[2:]))

@@ -1,0 +1,101 @@
+"""Warm start: pluggable examples in, a cached model folder out that has learned them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("torch")
+
+from spade.backends import SamplingParams
+from spade.backends.bootstrap import (
+    PLAIN_FORMAT,
+    Example,
+    bootstrap,
+    prompts_format,
+    replay_solutions,
+    with_default_difficulty,
+)
+
+EXAMPLES = [
+    Example(({"role": "user", "content": "Lamp puzzle. Which switch?"},), "\\boxed{3}", "agent"),
+    Example(
+        ({"role": "user", "content": "Design a maze env."},), "class MazeEnv:\n    pass", "designer"
+    ),
+]
+
+
+def test_difficulty_variant_rewrites_only_the_constructor_default():
+    code = (
+        "class XEnv:\n"
+        "    def __init__(self, max_turns=25, difficulty=2):\n"
+        "        self.d = difficulty\n"
+    )
+    assert "difficulty=3)" in with_default_difficulty(code, 3)
+    assert with_default_difficulty("class XEnv:\n    pass\n", 3) == "class XEnv:\n    pass\n"
+
+
+def test_bootstrap_learns_its_examples_and_caches_the_result(make_local, tmp_path):
+    out = tmp_path / "boot"
+    path = bootstrap(
+        "tiny-test",
+        examples=EXAMPLES,
+        steps=40,
+        learning_rate=3e-3,
+        batch_tokens=64,
+        output=out,
+        progress=False,
+    )
+    meta = json.loads((path / "spade_bootstrap.json").read_text())
+    assert meta["finished"] and meta["steps"] == 40 and meta["final_nll"] < 1.5
+    learned = make_local(model=str(path))
+    reply = learned.sample(
+        [list(EXAMPLES[0].messages)], SamplingParams(max_tokens=8, temperature=0)
+    )[0]
+    assert reply.text == "\\boxed{3}" and reply.finish_reason == "stop"
+    stamp = (path / "model.safetensors").stat().st_mtime_ns
+    assert (
+        bootstrap(
+            "tiny-test",
+            examples=EXAMPLES,
+            steps=40,
+            learning_rate=3e-3,
+            batch_tokens=64,
+            output=out,
+            progress=False,
+        )
+        == path
+    )
+    assert (path / "model.safetensors").stat().st_mtime_ns == stamp  # cached, not retrained
+
+
+@pytest.mark.parametrize("fmt", [PLAIN_FORMAT, None], ids=["plain", "spade.prompts"])
+def test_formats_render_designer_and_agent_turns(fmt):
+    fmt = fmt or prompts_format()
+    designer = fmt.designer_prompt("Optimization", 1)
+    assert designer[-1]["role"] == "user" and "Optimization" in designer[-1]["content"]
+    reply = fmt.designer_reply("class AEnv:\n    pass\n", "think")
+    assert "```python" in reply and "HINT: think" in reply
+    agent = fmt.agent_first("You see a box.", "Spatial Reasoning", [])
+    assert agent[-1] == {"role": "user", "content": "You see a box."}
+
+
+def test_replaying_a_solution_records_observations_and_replies():
+    code = (
+        "class CountEnv:\n"
+        "    def __init__(self, max_turns=25, difficulty=1):\n"
+        "        self.target = difficulty + 1\n"
+        "    def reset(self, seed=None):\n"
+        "        self.n = 0\n"
+        "        return f'count to {self.target}', {}\n"
+        "    def step(self, action):\n"
+        "        self.n += 1\n"
+        "        done = self.n == self.target\n"
+        "        return f'at {self.n}', float(done), done, False, {}\n"
+        "    def solution(self):\n"
+        "        return ['\\\\boxed{+1}'] * self.target\n"
+    )
+    (episode,) = replay_solutions(code, [(2, 0)])
+    assert episode["won"] and [t[0] for t in episode["turns"]] == ["count to 3", "at 1", "at 2"]
+    assert replay_solutions("raise SystemExit(3)", [(1, 0)]) == []  # a broken seed is skipped

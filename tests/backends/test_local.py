@@ -1,0 +1,187 @@
+"""Local torch/transformers backend specifics on the ~1M-parameter tiny-test model."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from spade.backends import Prompt, SamplingParams, episode_sample  # noqa: E402
+
+PROMPTS = [
+    [{"role": "user", "content": "Guess a number between 1 and 10. Answer \\boxed{n}."}],
+    [
+        {
+            "role": "user",
+            "content": "Which lever opens the gate? Answer \\boxed{A}, \\boxed{B} or \\boxed{C}.",
+        }
+    ],
+    [{"role": "user", "content": "hi"}],
+]
+
+
+@pytest.fixture
+def local(make_local):
+    return make_local()
+
+
+def ids(completions):
+    return [c.completion_ids for c in completions]
+
+
+def test_seeds_pick_the_stream_and_greedy_ignores_them(local):
+    a = local.sample(PROMPTS, SamplingParams(max_tokens=8, seed=1))
+    assert ids(a) != ids(local.sample(PROMPTS, SamplingParams(max_tokens=8, seed=2)))
+    greedy = local.sample(PROMPTS, SamplingParams(max_tokens=8, temperature=0, seed=1))
+    assert ids(greedy) == ids(
+        local.sample(PROMPTS, SamplingParams(max_tokens=8, temperature=0, seed=2))
+    )
+    assert ids(greedy) == ids(local.sample(PROMPTS, SamplingParams(max_tokens=8, top_k=1, seed=3)))
+
+
+def test_a_prompt_gets_the_same_reply_whatever_shares_its_batch(make_local):
+    one_by_one = make_local()
+    batched = make_local()
+    object.__setattr__(one_by_one.config, "max_batch_size", 1)
+    params = SamplingParams(max_tokens=10, seed=4, top_p=0.9)
+    a, b = one_by_one.sample(PROMPTS, params), batched.sample(PROMPTS, params)
+    assert ids(a) == ids(b)
+    for x, y in zip(a, b):
+        assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+
+
+def test_sampled_logprobs_match_rescoring_at_the_temperature(local):
+    params = SamplingParams(max_tokens=12, seed=5, temperature=0.7, top_p=0.8)
+    completions = local.sample(PROMPTS, params)
+    for c in completions:
+        s = episode_sample([c], 1.0, "agent")
+        assert s.temperature == 0.7
+        rescored = [lp for lp, m in zip(local.score([s])[0], s.loss_mask) if m]
+        assert rescored == pytest.approx(list(c.logprobs), abs=1e-4)
+
+
+def test_stop_string_ends_the_reply(local):
+    free = local.sample(PROMPTS[:1], SamplingParams(max_tokens=24, seed=6))[0]
+    assert free.finish_reason == "length"
+    stop = free.text[8:11]
+    stopped = local.sample(PROMPTS[:1], SamplingParams(max_tokens=24, seed=6, stop=(stop,)))[0]
+    assert stopped.finish_reason == "stop"
+    assert stop in stopped.text and len(stopped.completion_ids) < len(free.completion_ids)
+    assert stopped.completion_ids == free.completion_ids[: len(stopped.completion_ids)]
+    assert stop not in local.tokenizer.decode(stopped.completion_ids[:-1])
+
+
+def test_end_of_turn_token_ends_the_reply_and_is_kept(local):
+    free = local.sample(PROMPTS[:1], SamplingParams(max_tokens=10, seed=7))[0]
+    local.eot_ids = local.eot_ids | {free.completion_ids[3]}  # pretend the model said "end of turn"
+    ended = local.sample(PROMPTS[:1], SamplingParams(max_tokens=10, seed=7))[0]
+    assert ended.finish_reason == "stop"
+    assert (
+        ended.completion_ids
+        == free.completion_ids[: free.completion_ids.index(free.completion_ids[3]) + 1]
+    )
+
+
+def test_extend_appends_only_the_template_delta(local):
+    params = SamplingParams(max_tokens=6, seed=8)
+    first = Prompt.of(PROMPTS[0])
+    c1 = local.sample([first], params)[0]
+    second = local.extend(first, c1, [{"role": "user", "content": "Too low."}])
+    history = c1.prompt_ids + c1.completion_ids
+    assert second.token_ids[: len(history)] == history
+    delta = local.tokenizer.decode(second.token_ids[len(history) :])
+    assert delta == "<|im_end|>\n<|im_start|>user\nToo low.<|im_end|>\n<|im_start|>assistant\n"
+    with pytest.raises(ValueError, match="not sampled from this prompt"):
+        local.extend(second, c1, [])
+
+
+def _episodes(backend, n=4):
+    completions = backend.sample(PROMPTS * 2, SamplingParams(max_tokens=12, seed=9))[:n]
+    return [
+        episode_sample([c], advantage=(-1.0) ** i, role="agent") for i, c in enumerate(completions)
+    ]
+
+
+def test_micro_batching_does_not_change_the_update(make_local):
+    big, small = make_local(micro_batch_tokens=10_000), make_local(micro_batch_tokens=30)
+    samples = _episodes(big)
+    mb, ms = big.update(samples), small.update(samples)
+    # Gradient accumulation with one token-level normaliser: same loss, same gradient. (Parameters
+    # are not compared: Adam's first step is ~lr * sign(g), which amplifies rounding where g ~ 0.)
+    for key in ("pg_loss", "entropy", "grad_norm", "trained_tokens"):
+        assert mb[key] == pytest.approx(ms[key], rel=1e-5, abs=1e-6), key
+
+
+def test_minibatches_are_optimizer_steps_and_become_off_policy(make_local):
+    backend = make_local(num_minibatches=2, learning_rate=5e-2)
+    samples = _episodes(backend)
+    metrics = backend.update(samples)
+    steps = {int(s["step"]) for s in backend.optimizer.state.values()}
+    assert steps == {2}
+    assert metrics["approx_kl"] > 0  # the second minibatch saw weights moved by the first
+
+
+def test_training_is_deterministic_on_cpu(make_local):
+    a, b = make_local(seed=3), make_local(seed=3)
+    for backend in (a, b):
+        backend.update(_episodes(backend))
+        backend.update(_episodes(backend))
+    for p, q in zip(a.model.parameters(), b.model.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_kl_to_the_frozen_reference(make_local):
+    backend = make_local(kl_coef=0.1, learning_rate=5e-2)
+    samples = _episodes(backend)
+    first = backend.update(samples)
+    assert first["kl_ref"] == pytest.approx(0.0, abs=1e-6)  # still at the reference
+    second = backend.update(samples)
+    assert second["kl_ref"] > 0
+    assert second["loss"] == pytest.approx(second["pg_loss"] + 0.1 * second["kl_ref"])
+    assert make_local().ref_model is None  # default: no second copy held
+
+
+def test_export_gives_a_folder_the_backend_loads(local, make_local, tmp_path):
+    local.update(_episodes(local))
+    path = local.export(tmp_path / "exported")
+    reloaded = make_local(model=str(path))
+    params = SamplingParams(max_tokens=8, seed=10)
+    assert reloaded.sample(PROMPTS, params) == local.sample(PROMPTS, params)
+
+
+def test_load_refuses_a_checkpoint_of_another_tokenizer(local, tmp_path):
+    local.save(tmp_path / "ckpt")
+    local.tokenizer.chat_template = local.tokenizer.chat_template + " "
+    with pytest.raises(ValueError, match="another tokenizer"):
+        local.load(tmp_path / "ckpt")
+
+
+def test_llama_architecture_also_works(make_local, tmp_path):
+    from spade.backends.tiny import TinyConfig, tiny_model_path
+
+    path = tiny_model_path(
+        TinyConfig(
+            name="llama-test",
+            arch="llama",
+            vocab_size=1024,
+            hidden_size=64,
+            num_layers=2,
+            intermediate_size=128,
+        )
+    )
+    backend = make_local(model=str(path))
+    c = backend.sample(PROMPTS[:1], SamplingParams(max_tokens=5, seed=0))[0]
+    before = backend.score([episode_sample([c], 1.0, "agent")])[0]
+    backend.update([episode_sample([c], 1.0, "agent")])
+    assert sum(backend.score([episode_sample([c], 1.0, "agent")])[0]) > sum(before)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_bf16_on_gpu(torch_threads):
+    from spade.backends.local import LocalBackend, LocalConfig
+
+    backend = LocalBackend(LocalConfig(model="tiny-test"))
+    assert backend.precision == "bf16-mixed" and backend.device.type == "cuda"
+    c = backend.sample(PROMPTS, SamplingParams(max_tokens=8, seed=0))
+    metrics = backend.update([episode_sample([x], 1.0, "agent") for x in c])
+    assert metrics["ratio"] == pytest.approx(1.0, abs=0.05)  # bf16 rounding
