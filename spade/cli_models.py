@@ -63,7 +63,7 @@ def train_main(argv: list[str]) -> int:
 
     try:
         summary = train(cfg, resume=resume is not None, show=console.print)
-    except (FileExistsError, ValueError) as exc:
+    except FileExistsError as exc:  # a run is already there: a usage error, not a crash
         console.print(f"spade train: {exc}")
         return 2
     print_summary(summary)

@@ -71,7 +71,8 @@ class PlayConfig:
     iterations newly designed environments are also played this many times with the hint, on
     the same seeds."""
     active_envs: int = 8
-    """Environments played per iteration: the most recently admitted ones (seeds included)."""
+    """Environments played per iteration: the ones designed this iteration, then a seeded
+    random sample of the rest of the pool (bundled seeds included)."""
     max_turns: int = 8
     """Turn cap of an episode (paper 25)."""
     max_tokens: int = 48

@@ -156,8 +156,12 @@ def run_iteration(
 
     # 3. play
     progress("play")
-    active = new_envs + [p for p in pool.active(it, cfg.play.active_envs) if p not in new_envs]
-    active = active[: max(cfg.play.active_envs, len(new_envs))]
+    # new designs first, then a seeded sample of the rest of the pool (seeds included)
+    others = [p for p in pool.admitted() if p not in new_envs]
+    picked = random.Random(_seed(cfg, it, "active")).sample(
+        others, min(len(others), max(0, cfg.play.active_envs - len(new_envs)))
+    )
+    active = new_envs + picked
     base = _seed(cfg, it, "episodes")
     requests = [PlayRequest(p, base + i) for p in active for i in range(cfg.play.plays_per_env)]
     requests += [
@@ -198,13 +202,15 @@ def run_iteration(
     # 5. update
     progress("update")
     t = time.perf_counter()
+    # a batch may be empty: every group tied (all won or all lost) and no window closed
     if models.designer_trainer is models.agent_trainer:
-        losses = {"shared": models.agent_trainer.update(agent_samples + designer_samples)}
+        batches = {"shared": (models.agent_trainer, agent_samples + designer_samples)}
     else:
-        losses = {
-            "agent": models.agent_trainer.update(agent_samples),
-            "designer": models.designer_trainer.update(designer_samples),
+        batches = {
+            "agent": (models.agent_trainer, agent_samples),
+            "designer": (models.designer_trainer, designer_samples),
         }
+    losses = {name: trainer.update(batch) for name, (trainer, batch) in batches.items() if batch}
     clock["model_s"] = clock.get("model_s", 0.0) + time.perf_counter() - t
 
     plain = [r for r in rollouts if not r.request.hinted]

@@ -96,6 +96,8 @@ class FakeTrainer:
         self.updates: list[list[Sample]] = []
 
     def update(self, samples: Sequence[Sample]) -> dict[str, float]:
+        if not samples:  # like the local backend
+            raise ValueError("update needs at least one sample")
         self.updates.append(list(samples))
         for s in samples:
             payload = json.dumps([s.token_ids, s.loss_mask, s.logprobs, s.advantage, s.role])

@@ -105,6 +105,14 @@ def test_garbage_designer_output_never_crashes_the_loop(tmp_path: Path, monkeypa
     assert rewards == [(INVALID_DESIGN_REWARD,)] * 10
 
 
+def test_an_iteration_without_any_advantage_skips_the_update(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(loopkit, "agent_reply", lambda messages: "\\boxed{0}")  # always loses
+    summary, trainer = _run(tmp_path / "run", iterations=1, no_design=True)
+    (metrics,) = summary["iterations"]
+    assert metrics["agent_samples"] == 0 and metrics["loss"] == {}
+    assert trainer.updates == []
+
+
 @pytest.mark.slow
 def test_kill_at_any_point_then_resume_matches_an_uninterrupted_run(tmp_path: Path) -> None:
     iterations = 4
