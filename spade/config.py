@@ -35,6 +35,10 @@ class ModelConfig:
     """Episodes end when the next prompt would not fit (prompt + reply)."""
     device: str = "auto"
     """`auto`, `cpu`, `cuda`, `cuda:1`..."""
+    threads: int | None = 1
+    """torch intra-op threads on CPU. 1 by default: sampling runs beside the sandbox workers on
+    the same cores, and with 2 threads OpenMP oversubscription made the tiny model's sampling
+    5-16x slower on a 2-core machine under load (measured). None: torch's default."""
     lora_rank: int = 0
     """Train LoRA adapters of this rank instead of all weights (needs the `lora` extra); 0 = off."""
 
@@ -55,7 +59,7 @@ class DesignConfig:
     """Longest Designer reply (the environment code plus hint)."""
     temperature: float = 1.0
     """Designer sampling temperature."""
-    prompt_budget_chars: int | None = 3000
+    prompt_budget_chars: int | None = 1500
     """Cap on the Designer prompt (grounding document truncated, exemplars dropped to fit);
     None keeps the paper's full prompt (document up to 6,000 words, 2 exemplars, 1 negative)."""
     separate_hint: bool = False

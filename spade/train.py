@@ -42,7 +42,12 @@ def local_backend(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | Non
 
     lora = LoraSettings(r=model.lora_rank) if model.lora_rank else None
     config = LocalConfig(
-        model=path, device=model.device, seed=seed, ppo=ppo or PPOConfig(), lora=lora
+        model=path,
+        device=model.device,
+        seed=seed,
+        ppo=ppo or PPOConfig(),
+        lora=lora,
+        threads=model.threads,
     )
     return LocalBackend(config)
 
