@@ -77,9 +77,9 @@ class PlayConfig:
     active_envs: int = 8
     """Environments played per iteration: the ones designed this iteration, then a seeded
     random sample of the rest of the pool (bundled seeds included)."""
-    max_turns: int = 8
+    max_turns: int = 6
     """Turn cap of an episode (paper 25)."""
-    max_tokens: int = 48
+    max_tokens: int = 32
     """Longest Agent reply per turn."""
     temperature: float = 1.0
     """Agent sampling temperature."""
@@ -89,7 +89,7 @@ class PlayConfig:
 class TrainConfig:
     run_dir: Path = Path("runs/latest")
     """Where config, checkpoints, the pool database, metrics and logs go."""
-    iterations: int = 6
+    iterations: int = 4
     """Self-play iterations to run."""
     seed: int = 0
     """Seeds every random choice: sampling, designs, episode seeds, the trainer."""
@@ -102,6 +102,8 @@ class TrainConfig:
     heldout_eval: bool = True
     """Evaluate the Agent on the held-out environments before the first and after the last
     iteration."""
+    eval_seeds: int = 2
+    """Episodes per held-out environment in those evaluations (seeds 0..N-1)."""
     model: Annotated[ModelConfig, tyro.conf.OmitArgPrefixes] = ModelConfig()
     """(flags without prefix: `--model PATH`, `--openai-base-url URL`...)"""
     design: DesignConfig = DesignConfig()
@@ -180,7 +182,8 @@ PAPER_GAMES = TrainConfig(
         prompt_budget_chars=None,
     ),
     play=PlayConfig(plays_per_env=8, active_envs=64, max_turns=25, max_tokens=4096),
-    model=ModelConfig(model="Qwen/Qwen3-4B", max_context_tokens=32768),
+    model=ModelConfig(model="Qwen/Qwen3-4B", max_context_tokens=32768, threads=None),
+    eval_seeds=8,
     ppo=PPOConfig(
         learning_rate=1e-6,
         weight_decay=0.1,

@@ -184,7 +184,7 @@ async def _heldout(models: Models, sandbox: Sandbox, cfg: TrainConfig) -> EvalRe
         models.agent,
         sandbox,
         heldout_for(cfg),
-        seeds=range(4),
+        seeds=range(cfg.eval_seeds),
         params=params,
         max_turns=cfg.play.max_turns,
         max_context_tokens=cfg.model.max_context_tokens,
