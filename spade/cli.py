@@ -1,4 +1,5 @@
-"""The `spade` command line: train, design, eval, bootstrap, validate, play, seeds, doctor.
+"""The `spade` command line: train, design, eval, bootstrap, validate, play, seeds, doctor, report,
+pool.
 
 Each subcommand is a function whose signature tyro turns into flags; heavy libraries (torch,
 transformers) are never imported here, so `spade --help` and `spade validate` start quickly.
@@ -16,6 +17,7 @@ from typing import Annotated, Any
 
 import tyro
 
+from spade.cli_pool import pool, report
 from spade.types import Program
 
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
@@ -346,6 +348,8 @@ COMMANDS: dict[str, Callable[..., int]] = {
     "play": play,
     "doctor": doctor,
     "seeds": seeds,
+    "report": report,
+    "pool": pool,
     **{name: _model_command(name) for name in MODEL_COMMANDS},
 }
 
