@@ -179,12 +179,19 @@ def join_cgroup(parents: dict[str, str], name: str, pids_max: int, memory_bytes:
     return None
 
 
-def remove_cgroup(parents: dict[str, str], name: str) -> None:
+def remove_cgroup(parents: dict[str, str], name: str) -> bool:
+    """Remove a worker's groups; False while the kernel still counts an exiting task in one
+    (rmdir fails with EBUSY for a moment after the reap under load): call again later."""
+    done = True
     for parent in parents.values():
         try:
             os.rmdir(os.path.join(parent, name))
-        except OSError:
+        except FileNotFoundError:
             pass
+        except OSError as exc:
+            if exc.errno == errno.EBUSY:
+                done = False
+    return done
 
 
 # --- rlimits --------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import selectors
 import shutil
 import socket
 import sys
+import time
 import traceback
 
 import frames
@@ -218,8 +219,19 @@ def zygote_main(ctrl_fd: int, cfg: dict) -> None:
     children: dict[int, tuple[int, str]] = {}  # pid -> (own pidfd, name)
     zygote_pid = os.getpid()
     counter = 0
+    exiting: dict[int, tuple[str, dict, float]] = {}  # pid -> (name, status, give-up time)
     while True:
-        for key, _ in sel.select():
+        # A reaped worker's cgroup can stay busy for a moment: its "exited" report waits until
+        # the groups are gone (or 2 s), so a closed session has left nothing behind.
+        for pid, (name, described, give_up) in list(exiting.items()):
+            if _cleanup(cg_parents, cfg, name) or time.monotonic() > give_up:
+                del exiting[pid]
+                report = {"op": "exited", "pid": pid, "status": described}
+                try:
+                    ctrl.send(json.dumps(report).encode())
+                except OSError:
+                    pass
+        for key, _ in sel.select(0.005 if exiting else None):
             if key.data is None:  # control message
                 try:
                     msg, fds, _flags, _addr = socket.recv_fds(ctrl, 65536, 3)
@@ -264,13 +276,8 @@ def zygote_main(ctrl_fd: int, cfg: dict) -> None:
                     os.killpg(pid, 9)
                 except OSError:
                     pass
-                _, status = os.waitpid(pid, 0)
-                _cleanup(cg_parents, cfg, name)
-                info = {"op": "exited", "pid": pid, "status": _describe(status)}
-                try:
-                    ctrl.send(json.dumps(info).encode())
-                except OSError:
-                    pass
+                _, wait_status = os.waitpid(pid, 0)
+                exiting[pid] = (name, _describe(wait_status), time.monotonic() + 2.0)
 
 
 def _describe(status: int) -> dict:
@@ -279,9 +286,9 @@ def _describe(status: int) -> dict:
     return {"code": os.WEXITSTATUS(status)}
 
 
-def _cleanup(cg_parents: dict, cfg: dict, name: str) -> None:
-    isolation.remove_cgroup(cg_parents, name)
+def _cleanup(cg_parents: dict, cfg: dict, name: str) -> bool:
     shutil.rmtree(os.path.join(cfg["scratch_root"], name), ignore_errors=True)
+    return isolation.remove_cgroup(cg_parents, name)
 
 
 def _shutdown(children: dict, cg_parents: dict, cfg: dict) -> None:
@@ -291,7 +298,10 @@ def _shutdown(children: dict, cg_parents: dict, cfg: dict) -> None:
             os.waitpid(pid, 0)
         except OSError:
             pass
-        _cleanup(cg_parents, cfg, name)
+        for _ in range(400):  # up to ~2 s for the kernel to let go of the groups
+            if _cleanup(cg_parents, cfg, name):
+                break
+            time.sleep(0.005)
     for path in cg_parents.values():
         try:
             os.rmdir(path)
