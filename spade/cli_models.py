@@ -347,17 +347,23 @@ def design_cmd(
 # --- bootstrap --------------------------------------------------------------------------------
 
 
-def bootstrap_cmd(force: bool = False, seed: int = 0, measure: bool = True) -> int:
+def bootstrap_cmd(
+    force: bool = False, seed: int = 0, minutes: float = 5.0, measure: bool = True
+) -> int:
     """Build and warm-start the embedded `tiny` model (cached), then measure it.
 
     Args:
         force: Rebuild even if a cached model exists.
         seed: Seed of the warm start.
+        minutes: Training time budget (the default model trains 5 minutes; more writes better
+            code, see docs/backends.md). A different budget is a different cached model.
         measure: Report the share of valid Designer replies and the Agent's win rate on seeds.
     """
     from spade.backends.bootstrap import bootstrap
 
-    path = bootstrap("tiny", seed=seed, force=force)
+    if minutes <= 0:
+        raise SystemExit(f"--minutes must be positive, got {minutes}")
+    path = bootstrap("tiny", seed=seed, force=force, max_minutes=minutes)
     console.print(f"warm-started model: {path}")
     if measure:
         from spade.warmstart import measure_model

@@ -28,9 +28,18 @@ def measure_model(
     *,
     seed: int = 0,
     designs_per_skill: int = 4,
-    agent_seeds: int = 2,
-    max_turns: int = 8,
+    agent_seeds: int = 1,
+    max_turns: int = 6,
+    temperature: float = 0.8,
+    top_p: float = 1.0,
+    agent_temperature: float = 1.0,
+    keep_replies: bool = False,
 ) -> dict[str, Any]:
+    """Designer: `designs_per_skill` designs per game skill, sampled at `temperature` / `top_p`
+    (the Designer prompt of the loop under the embedded model's budget, a random grounding
+    document each), validated for real with the seeds as duplicate pool. Agent: the game seeds
+    at `agent_seeds` seeds each, up to `max_turns` turns, without hints. `keep_replies` adds the
+    Designer replies and verdicts to the report (for inspection)."""
     from spade.train import local_backend
 
     started = time.monotonic()
@@ -43,7 +52,7 @@ def measure_model(
         skills_per_env=skills,
         rng=random.Random(seed),
         documents=bundled.grounding_documents(),
-        params=SamplingParams(max_tokens=1536, temperature=0.8, seed=seed),
+        params=SamplingParams(max_tokens=1536, temperature=temperature, top_p=top_p, seed=seed),
         budget_chars=TINY_BUDGET_CHARS,
     )
     programs = [a.program for a in attempts if a.program is not None]
@@ -58,7 +67,7 @@ def measure_model(
                 sandbox,
                 games,
                 seeds=range(agent_seeds),
-                params=SamplingParams(max_tokens=48, temperature=1.0, seed=seed),
+                params=SamplingParams(max_tokens=48, temperature=agent_temperature, seed=seed),
                 max_turns=max_turns,
             )
             return verdicts, result
@@ -69,7 +78,7 @@ def measure_model(
         for f in v.failures[:1]:
             failures[f.check] = failures.get(f.check, 0) + 1
     low, high = agent.overall.interval
-    return {
+    report = {
         "designer_attempts": len(attempts),
         "designer_extracted": len(programs),
         "designer_valid": sum(v.admitted for v in verdicts),
@@ -78,5 +87,20 @@ def measure_model(
         "agent_episodes": agent.overall.episodes,
         "agent_win_rate_on_seeds": agent.overall.rate,
         "agent_win_rate_95ci": [round(low, 3), round(high, 3)],
+        "agent_wins_by_skill": {k: v.wins for k, v in sorted(agent.by_skill.items())},
         "seconds": round(time.monotonic() - started, 1),
     }
+    if keep_replies:
+        by_id = {p.env_id: v for p, v in zip(programs, verdicts)}
+        report["replies"] = [
+            {
+                "skill": a.skill,
+                "text": a.completion.text,
+                "error": a.error,
+                "failures": None
+                if a.program is None
+                else [[f.check, f.reason] for f in by_id[a.program.env_id].failures],
+            }
+            for a in attempts
+        ]
+    return report

@@ -12,8 +12,10 @@ from spade.backends import SamplingParams
 from spade.backends.bootstrap import (
     PLAIN_FORMAT,
     Example,
+    _sequences,
     bootstrap,
     prompts_format,
+    replay_many,
     replay_solutions,
     with_default_difficulty,
 )
@@ -44,6 +46,7 @@ def test_bootstrap_learns_its_examples_and_caches_the_result(make_local, tmp_pat
         steps=40,
         learning_rate=3e-3,
         batch_tokens=64,
+        designer_share=0.5,
         output=out,
         progress=False,
     )
@@ -62,6 +65,7 @@ def test_bootstrap_learns_its_examples_and_caches_the_result(make_local, tmp_pat
             steps=40,
             learning_rate=3e-3,
             batch_tokens=64,
+            designer_share=0.5,
             output=out,
             progress=False,
         )
@@ -99,3 +103,50 @@ def test_replaying_a_solution_records_observations_and_replies():
     (episode,) = replay_solutions(code, [(2, 0)])
     assert episode["won"] and [t[0] for t in episode["turns"]] == ["count to 3", "at 1", "at 2"]
     assert replay_solutions("raise SystemExit(3)", [(1, 0)]) == []  # a broken seed is skipped
+
+
+def test_replaying_many_programs_skips_only_the_broken_one():
+    good = (
+        "class OneEnv:\n"
+        "    def __init__(self, max_turns=5, difficulty=1):\n"
+        "        pass\n"
+        "    def reset(self, seed=None):\n"
+        "        return 'say it', {}\n"
+        "    def step(self, action):\n"
+        "        return 'done', 1.0, True, False, {}\n"
+        "    def solution(self):\n"
+        "        return ['\\\\boxed{it}']\n"
+    )
+    first, broken, last = replay_many([(good, [(1, 0)]), ("1/0", [(1, 0)]), (good, [(1, 1)])])
+    assert broken == []
+    assert (
+        first[0]["won"] and last[0]["seed"] == 1 and last[0]["turns"] == [["say it", "\\boxed{it}"]]
+    )
+
+
+def test_an_agent_episode_is_one_sequence_with_only_the_replies_trained(make_local):
+    backend = make_local()
+    first = ({"role": "user", "content": "Pick a door."},)
+    second = (
+        *first,
+        {"role": "assistant", "content": "\\boxed{1}"},
+        {"role": "user", "content": "Closed. Again."},
+    )
+    designer = Example(
+        ({"role": "user", "content": "Design."},), "class AEnv:\n    pass", "designer"
+    )
+    data = [Example(first, "\\boxed{1}", "agent"), Example(second, "\\boxed{2}", "agent"), designer]
+    sequences, dropped = _sequences(data, backend.tokenizer, backend.eot_ids, max_length=4096)
+    assert dropped == 0
+    (agent,) = [s for s in sequences if s.role == "agent"]
+    (code,) = [s for s in sequences if s.role == "designer"]
+    trained = [t for t, m in zip(agent.ids, agent.mask) if m]
+    untrained = [t for t, m in zip(agent.ids, agent.mask) if not m]
+    text = backend.tokenizer.decode(trained)
+    assert "\\boxed{1}" in text and "\\boxed{2}" in text and "Closed" not in text
+    assert "Closed. Again." in backend.tokenizer.decode(untrained)
+    assert backend.tokenizer.decode([t for t, m in zip(code.ids, code.mask) if m]).startswith(
+        "class AEnv"
+    )
+    # too long: dropped, counted
+    assert _sequences(data, backend.tokenizer, backend.eot_ids, max_length=8)[0] == []
