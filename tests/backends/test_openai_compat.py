@@ -71,7 +71,8 @@ def test_concurrency_is_capped(fake_server):
     out = make(url, max_concurrency=3).sample([CONV] * 9, SamplingParams())
     elapsed = time.monotonic() - start
     assert len(out) == 9
-    assert stats(url)["max_in_flight"] == 3
+    # never more than the cap; overlapping at all (exactly 3 is not guaranteed on a loaded host)
+    assert 1 < stats(url)["max_in_flight"] <= 3
     assert elapsed >= 0.4  # 9 requests / 3 at a time x 0.15 s
 
 
