@@ -26,7 +26,6 @@ is cached under the model cache, keyed by the base model, the examples and the h
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -376,7 +375,7 @@ class _Sequence:
 
     ids: tuple[int, ...]
     mask: tuple[int, ...]
-    role: str
+    role: Role
 
     @property
     def tokens(self) -> int:
@@ -450,18 +449,10 @@ def _sequences(
     return out, dropped
 
 
-def _sequence_loss(backend: Any, seq: _Sequence) -> Any:
-    """Summed NLL of a sequence's trained tokens (a tensor with grad). The output layer only
-    sees the trained positions."""
+def _cuda() -> bool:
     import torch
-    import torch.nn.functional as F
 
-    model, device = backend.model, backend.device
-    ids = torch.tensor([seq.ids], device=device)
-    select = torch.tensor([seq.mask[1:]], device=device).bool()
-    hidden = model.get_decoder()(input_ids=ids[:, :-1]).last_hidden_state
-    logits = model.get_output_embeddings()(hidden[select]).float()
-    return F.cross_entropy(logits, ids[:, 1:][select], reduction="sum")
+    return torch.cuda.is_available()
 
 
 def _cpu_has_bf16() -> bool:
@@ -472,39 +463,6 @@ def _cpu_has_bf16() -> bool:
     except OSError:
         return False
     return " avx512_bf16" in flags or " amx_bf16" in flags
-
-
-def _autocast(backend: Any, bf16: bool | None) -> Any:
-    """Mixed precision for the warm start: bf16 autocast (fp32 weights and optimizer state)
-    where the device runs bf16 natively, else the backend's own setting."""
-    import torch
-
-    if backend.device.type == "cpu":
-        use = _cpu_has_bf16() if bf16 is None else bf16
-        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=use)
-    return backend._autocast() or contextlib.nullcontext()
-
-
-def _sft_step(backend: Any, batch: Sequence[_Sequence], autocast: Any = None) -> float:
-    """One AdamW step of next-token NLL, averaged over the trained tokens of `batch`."""
-    import torch
-
-    n_tok = sum(sum(seq.mask) for seq in batch)
-    model = backend.model
-    model.eval()  # dropout off, as in LocalBackend
-    total = 0.0
-    for seq in batch:
-        with autocast or contextlib.nullcontext():
-            loss = _sequence_loss(backend, seq) / n_tok
-        loss.backward()
-        total += float(loss.detach())
-    params = [p for p in model.parameters() if p.requires_grad]
-    max_norm = backend.config.ppo.max_grad_norm
-    torch.nn.utils.clip_grad_norm_(params, max_norm if max_norm > 0 else float("inf"))
-    backend.optimizer.step()
-    backend.optimizer.zero_grad(set_to_none=True)
-    backend.step += 1
-    return total
 
 
 def bootstrap(
@@ -540,7 +498,7 @@ def bootstrap(
     it reads (templates, seeds, corpus, prompts), so a cached model is found without building
     the data.
     """
-    from spade.backends.base import PPOConfig
+    from spade.backends.base import PPOConfig, Sample
     from spade.backends.local import LocalBackend, LocalConfig
     from spade.backends.tiny import cache_dir
 
@@ -555,10 +513,13 @@ def bootstrap(
         data_hash = hashlib.sha256(
             json.dumps([[list(e.messages), e.target, e.role] for e in data], default=str).encode()
         ).hexdigest()
+    # bf16 autocast on a CPU that multiplies bf16 natively; on a GPU, the backend's default
+    use_bf16 = (_cpu_has_bf16() if bf16 is None else bf16) and not _cuda()
     backend = LocalBackend(
         LocalConfig(
             model=model,
             seed=seed,
+            precision="bf16-mixed" if use_bf16 else "auto",
             ppo=PPOConfig(
                 learning_rate=learning_rate,
                 weight_decay=0.01,
@@ -567,12 +528,11 @@ def bootstrap(
             ),
         )
     )
-    use_bf16 = backend.device.type == "cpu" and (_cpu_has_bf16() if bf16 is None else bf16)
     key = hashlib.sha256(
         json.dumps(
             [
                 backend.tokenizer_fingerprint(),
-                use_bf16,
+                backend.precision,
                 backend.model_path,
                 data_hash,
                 steps,
@@ -618,7 +578,6 @@ def bootstrap(
         drawn[role] += seq.tokens
         return seq
 
-    autocast = _autocast(backend, use_bf16)
     start, nll, step, progress_fraction = time.monotonic(), float("nan"), 0, 0.0
     seen = {"designer": 0, "agent": 0}
     tokens = 0
@@ -642,7 +601,9 @@ def bootstrap(
         lr = learning_rate * (p / 0.05 if p < 0.05 else 0.5 * (1 + math.cos(math.pi * p)))
         for param_group in backend.optimizer.param_groups:
             param_group["lr"] = max(lr, learning_rate * 1e-3)
-        loss = _sft_step(backend, batch, autocast)
+        loss = backend.sft_step(
+            [Sample(q.ids, q.mask, (0.0,) * len(q.ids), 1.0, q.role) for q in batch]
+        )["nll"]
         nll = loss if step == 1 else 0.9 * nll + 0.1 * loss  # smoothed for display
         progress_fraction = max(step / steps, (time.monotonic() - start) / (max_minutes * 60))
         bar.update(progress_fraction, step, nll)

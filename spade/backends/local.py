@@ -315,19 +315,31 @@ class LocalBackend:
         return metrics
 
     def sft_step(self, samples: Sequence[Sample]) -> dict[str, float]:
-        """One AdamW step of supervised fine-tuning: mean NLL of the masked tokens."""
+        """One AdamW step of supervised fine-tuning: mean NLL of the masked tokens.
+
+        The output layer runs only at the trained positions (a long prompt costs no vocabulary
+        projection), under the backend's precision (bf16 autocast for "bf16-mixed").
+        """
+        import torch.nn.functional as F
+
         n_tok = sum(s.num_trained_tokens for s in samples)
         if n_tok == 0:
             raise ValueError("sft_step needs samples with trained tokens")
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.model.eval()
+        decoder, head = self.model.get_decoder(), self.model.get_output_embeddings()
         total = 0.0
         for idx in pack_micro_batches(
             [len(s.token_ids) for s in samples], self.config.ppo.micro_batch_tokens
         ):
             batch = self._collate([samples[i] for i in idx])
-            logp, _ = self._logprobs(self.model, batch)
-            loss = -(logp * batch["mask"]).sum() / n_tok
+            select = batch["mask"].bool()
+            with self._autocast() or nullcontext():
+                hidden = decoder(
+                    input_ids=batch["ids"][:, :-1], attention_mask=batch["attn"][:, :-1]
+                ).last_hidden_state
+                logits = head(hidden[select]).float()
+            loss = F.cross_entropy(logits, batch["ids"][:, 1:][select], reduction="sum") / n_tok
             loss.backward()
             total += float(loss.detach())
         max_norm = (
