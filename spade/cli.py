@@ -240,10 +240,31 @@ def doctor(require_full: bool = False) -> int:
         f"python {platform.python_version()} on {platform.platform()}; "
         f"Landlock ABI {landlock_abi()}"
     )
+    console.print(_model_line())
     missing = [k for k, v in layers.items() if v is not None]
     if missing:
         console.print(f"[yellow]{len(missing)} layer(s) missing[/]: {', '.join(missing)}")
     return EXIT_REJECTED if (missing and require_full) else EXIT_OK
+
+
+def _model_line() -> str:
+    """Which precision the local backend picks here, and whether the default model is cached."""
+    try:
+        import torch
+    except ImportError:
+        return "model backend: torch is not installed (pip install 'spade-rl[torch]')"
+    from spade.backends.local import cpu_has_native_bf16, resolve_device, resolve_precision
+    from spade.backends.smollm import SMOLLM2, cached_model_path
+
+    device = resolve_device("auto")
+    precision = resolve_precision("auto", device)
+    bf16 = "native bf16 (AVX512-BF16/AMX)" if cpu_has_native_bf16() else "no native bf16"
+    cached = cached_model_path(SMOLLM2)
+    where = f"cached at {cached}" if cached else "not cached yet (fetched on first use)"
+    return (
+        f"model backend: torch {torch.__version__}, device {device}, CPU {bf16}: "
+        f"precision auto = {precision}; default model {SMOLLM2.name} {where}"
+    )
 
 
 def seeds(
@@ -335,11 +356,11 @@ def _model_command(name: str) -> Callable[..., int]:
 
 
 MODEL_COMMANDS = {
-    "train": "Run SPADE self-play (default: the embedded tiny model, a few minutes on a CPU). "
+    "train": "Run SPADE self-play (default: the embedded SmolLM2-135M-Instruct on this machine). "
     "`spade train --help` lists every option.",
     "design": "Synthesise and validate a pool of environments with any backend, no training.",
     "eval": "Play environments (default: the held-out set) with a policy; win rates with CIs.",
-    "bootstrap": "Build and warm-start the embedded tiny model (cached), and measure it.",
+    "bootstrap": "Warm-start a model on template environments (cached), and measure it.",
 }
 
 

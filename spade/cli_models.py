@@ -121,6 +121,16 @@ def print_summary(summary: dict[str, Any]) -> None:
             f"held-out win rate {when}: {o['rate']:.2f} "
             f"(95% CI {o['low']:.2f}-{o['high']:.2f}, {o['episodes']} episodes)"
         )
+    model = summary.get("model") or {}
+    if model:
+        params = model.get("parameters")
+        size = f", {params / 1e6:.1f}M parameters" if params else ""
+        console.print(
+            f"model: {model.get('path', '?')}{size}, {model.get('precision', '?')} on "
+            f"{model.get('device', '?')}"
+        )
+    if "peak_rss_mib" in summary:
+        console.print(f"peak memory (RSS): {summary['peak_rss_mib'] / 1024:.2f} GiB")
     console.print(f"run directory: {summary['run_dir']}")
 
 
@@ -130,7 +140,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 def eval_cmd(
     paths: tyro.conf.Positional[list[Path]] = [],  # noqa: B006 - tyro reads the default
     /,
-    model: str = "tiny",
+    model: str = "smollm2",
     run_dir: Path | None = None,
     openai_base_url: str | None = None,
     api_key_env: str = "OPENAI_API_KEY",
@@ -145,7 +155,8 @@ def eval_cmd(
 
     Args:
         paths: Environment files or directories; default: the bundled held-out set.
-        model: `tiny`, a local checkpoint directory, a hub id, or the served model's name.
+        model: `smollm2` (the embedded default), `tiny-test`, a local checkpoint directory, a hub
+            id, or the served model's name.
         run_dir: Evaluate the latest checkpoint of this training run (its Agent).
         openai_base_url: Sample from an OpenAI-compatible server instead of a local model.
         api_key_env: Environment variable with the server's key.
@@ -232,7 +243,7 @@ def design_cmd(
     /,
     count: int = 12,
     skills: tuple[str, ...] = GAME_SKILLS,
-    model: str = "tiny",
+    model: str = "smollm2",
     openai_base_url: str | None = None,
     api_key_env: str = "OPENAI_API_KEY",
     batch: int = 12,
@@ -252,7 +263,8 @@ def design_cmd(
         out: Output directory (created).
         count: Stop once this many environments are admitted.
         skills: Skills to design for (rotating, 3 at a time).
-        model: `tiny`, a local checkpoint, a hub id, or the served model's name.
+        model: `smollm2` (the embedded default), `tiny-test`, a local checkpoint, a hub id, or
+            the served model's name.
         openai_base_url: Design with an OpenAI-compatible server.
         api_key_env: Environment variable with the server's key.
         batch: Design attempts per round (one batched sampling call).
@@ -348,11 +360,16 @@ def design_cmd(
 
 
 def bootstrap_cmd(
-    force: bool = False, seed: int = 0, minutes: float = 5.0, measure: bool = True
+    model: str = "smollm2",
+    force: bool = False,
+    seed: int = 0,
+    minutes: float = 5.0,
+    measure: bool = True,
 ) -> int:
-    """Build and warm-start the embedded `tiny` model (cached), then measure it.
+    """Warm-start a model on the template families and seeds (cached), then measure it.
 
     Args:
+        model: `smollm2` (the embedded default), `tiny-test`, or a local checkpoint.
         force: Rebuild even if a cached model exists.
         seed: Seed of the warm start.
         minutes: Training time budget (the default model trains 5 minutes; more writes better
@@ -363,7 +380,7 @@ def bootstrap_cmd(
 
     if minutes <= 0:
         raise SystemExit(f"--minutes must be positive, got {minutes}")
-    path = bootstrap("tiny", seed=seed, force=force, max_minutes=minutes)
+    path = bootstrap(model, seed=seed, force=force, max_minutes=minutes)
     console.print(f"warm-started model: {path}")
     if measure:
         from spade.warmstart import measure_model

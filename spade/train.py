@@ -29,12 +29,13 @@ from spade.types import GAME_SKILLS, TOOL_SKILLS, Program, Verdict
 
 
 def resolve_model(model: ModelConfig, seed: int = 0, progress: bool = True) -> str:
-    """The model folder to load: `tiny` is built and warm-started locally (cached)."""
-    if model.model != "tiny":
-        return model.model
-    from spade.backends.bootstrap import bootstrap
+    """The model folder to load: the embedded names (`smollm2`, `tiny-test`) become their cached
+    folders (fetched / built on first use); anything else is passed on as given."""
+    if model.openai_base_url:
+        return model.model  # the served model's name
+    from spade.backends.local import model_path
 
-    return str(bootstrap("tiny", seed=seed, progress=progress))
+    return model_path(model.model, progress=progress)
 
 
 def local_backend(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | None = None) -> Any:
@@ -127,7 +128,7 @@ def train(
     documents = bundled.grounding_documents() if cfg.design.grounding else []
     event_loop = asyncio.new_event_loop()
     run_async = event_loop.run_until_complete
-    summary: dict[str, Any] = {"run_dir": str(run_dir)}
+    summary: dict[str, Any] = {"run_dir": str(run_dir), "model": describe_models(models)}
     with Pool(run_dir / "pool.sqlite") as pool:
         seed_pool(pool, cfg)
         state = restore(run_dir, models, pool) if resume else LoopState()
@@ -155,6 +156,7 @@ def train(
                         run_async,
                         bar.phase,
                     )
+                    metrics["peak_rss_mib"] = peak_rss_mib()
                     if hasattr(reward_fn, "state_dict"):
                         state.reward_state = reward_fn.state_dict()
                     checkpoint(run_dir, it, models, state, metrics)
@@ -167,6 +169,7 @@ def train(
             run_async(sandbox.aclose())
             event_loop.close()
         summary["eval"] = evals
+    summary["peak_rss_mib"] = peak_rss_mib()
     summary["iterations"] = [
         json.loads(line)
         for line in (run_dir / "metrics.jsonl").read_text().splitlines()
@@ -174,6 +177,29 @@ def train(
     ]
     _write_json(run_dir / "summary.json", summary)
     return summary
+
+
+def peak_rss_mib() -> float:
+    """Peak resident memory of this process so far, in MiB (Linux reports KiB, macOS bytes)."""
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (1 << 20 if sys.platform == "darwin" else 1 << 10), 1)
+
+
+def describe_models(models: Models) -> dict[str, Any]:
+    """What the run trains: model folder, parameters, precision and device (for the summary)."""
+    agent: Any = models.agent
+    out: dict[str, Any] = {}
+    for key, attr in (("path", "model_path"), ("precision", "precision")):
+        if hasattr(agent, attr):
+            out[key] = str(getattr(agent, attr))
+    if hasattr(agent, "device"):
+        out["device"] = str(agent.device)
+    if hasattr(agent, "num_parameters"):
+        out["parameters"] = int(agent.num_parameters)
+    return out
 
 
 async def _heldout(models: Models, sandbox: Sandbox, cfg: TrainConfig) -> EvalResult:

@@ -1,14 +1,11 @@
-"""Warm start (`spade bootstrap`): supervised fine-tuning of the embedded model on environments.
+"""Warm start (`spade bootstrap`): supervised fine-tuning of a model on environments.
 
     from spade.backends.bootstrap import bootstrap
-    path = bootstrap(model="tiny")                           # -> a cached model folder
+    path = bootstrap(model="smollm2")                        # -> a cached model folder
     LocalBackend(LocalConfig(model=str(path)))
 
-A randomly initialised few-million-parameter model writes no parseable code, and self-play cannot
-start from zero reward. Issue 4 measured that a ~6M model trained ~5 minutes on programs rendered
-from environment templates writes parseable programs (20/20) and working reset()/step() (14/20),
-while the same model trained on general Python source wrote none. So the default data
-(`warm_start_examples`) is:
+Self-play cannot start from zero reward: a model that never writes a valid environment or wins an
+episode gives the loop nothing to learn from. The default data (`warm_start_examples`) is:
 
 - Designer turns: the Designer prompt the loop renders (skill, difficulty word, a random grounding
   document, the embedded model's prompt budget) -> the code and hint of an environment, for
@@ -449,33 +446,17 @@ def _sequences(
     return out, dropped
 
 
-def _cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def _cpu_has_bf16() -> bool:
-    """True when this CPU multiplies bf16 natively (AVX512-BF16 or AMX), where bf16 autocast
-    trains the tiny model ~1.7x faster; elsewhere bf16 is emulated and slower."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return " avx512_bf16" in flags or " amx_bf16" in flags
-
-
 def bootstrap(
-    model: str = "tiny",
+    model: str = "smollm2",
     *,
     examples: Sequence[Example] | Callable[[], Sequence[Example]] = warm_start_examples,
     steps: int = 2000,
     max_minutes: float = 5.0,
-    learning_rate: float = 2e-3,
+    learning_rate: float = 1e-4,
     batch_tokens: int = 1024,
     max_length: int = 6144,
     designer_share: float = 0.8,
-    bf16: bool | None = None,
+    precision: str = "auto",
     seed: int = 0,
     output: str | Path | None = None,
     force: bool = False,
@@ -513,13 +494,11 @@ def bootstrap(
         data_hash = hashlib.sha256(
             json.dumps([[list(e.messages), e.target, e.role] for e in data], default=str).encode()
         ).hexdigest()
-    # bf16 autocast on a CPU that multiplies bf16 natively; on a GPU, the backend's default
-    use_bf16 = (_cpu_has_bf16() if bf16 is None else bf16) and not _cuda()
     backend = LocalBackend(
         LocalConfig(
             model=model,
             seed=seed,
-            precision="bf16-mixed" if use_bf16 else "auto",
+            precision=precision,
             ppo=PPOConfig(
                 learning_rate=learning_rate,
                 weight_decay=0.01,

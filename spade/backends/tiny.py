@@ -1,8 +1,8 @@
-"""The embedded default model `tiny`: a few-million-parameter decoder built locally, no download.
+"""`tiny-test`: a ~1M-parameter decoder built locally in a second, for fast tests (no download).
 
     from spade.backends.tiny import tiny_model_path
-    path = tiny_model_path("tiny")        # builds once (~1 s), then reuses the cache
-    LocalBackend(LocalConfig(model="tiny"))  # the same thing through the backend
+    path = tiny_model_path("tiny-test")        # builds once (~1 s), then reuses the cache
+    LocalBackend(LocalConfig(model="tiny-test"))  # the same thing through the backend
 
 A preset is a Qwen2- (or Llama-) style config plus a byte-level BPE tokenizer trained with
 `tokenizers` on text the package ships: the seed environments (spade/seeds/), the grounding
@@ -12,8 +12,11 @@ tokenizer.json with a ChatML chat template), cached under the user cache directo
 keyed by the preset, its seed and a hash of the training text, so changing any of them builds a
 new one and two processes never share a half-written folder.
 
-Randomly initialised weights write no useful code; `spade bootstrap` (spade.backends.bootstrap)
-warm-starts them on seed environments.
+Its weights are random: it exercises every code path (sampling, training, checkpoints) at unit-test
+speed but writes nothing useful. The real default model is SmolLM2-135M-Instruct
+(spade.backends.smollm); the from-scratch 6M `tiny` and 26M `small` presets that used to be the
+default were removed once a pretrained model could be installed offline (after 22 minutes of
+warm start `tiny` still wrote no valid environment).
 """
 
 from __future__ import annotations
@@ -60,15 +63,9 @@ class TinyConfig:
 
 
 PRESETS: dict[str, TinyConfig] = {
-    # ~5.8M parameters: the default `tiny` (SPADE issue 4: 5-6M trains in minutes on a CPU).
-    "tiny": TinyConfig(name="tiny"),
     # ~1.0M parameters: tests.
     "tiny-test": TinyConfig(
         name="tiny-test", vocab_size=2048, hidden_size=128, num_layers=4, intermediate_size=384
-    ),
-    # ~26M parameters: "a larger local config" for benchmarks.
-    "small": TinyConfig(
-        name="small", hidden_size=512, num_layers=8, num_heads=8, intermediate_size=1536
     ),
 }
 
@@ -179,7 +176,7 @@ def build_model(
 
 
 def tiny_model_path(
-    preset: str | TinyConfig = "tiny", seed: int | None = None, root: Path | None = None
+    preset: str | TinyConfig = "tiny-test", seed: int | None = None, root: Path | None = None
 ) -> Path:
     """The cached model directory for a preset, building it first if needed."""
     config = resolve(preset, seed)

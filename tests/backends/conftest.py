@@ -40,14 +40,32 @@ def torch_threads() -> None:
 
 @pytest.fixture
 def make_local(torch_threads: None) -> Callable[..., object]:
-    """LocalBackend on tiny-test; keyword arguments go to PPOConfig (lr defaults to 1e-3)."""
+    """LocalBackend on tiny-test; keyword arguments go to PPOConfig (lr defaults to 1e-3).
+
+    fp32 unless asked: "auto" picks bf16 autocast on CPUs with native bf16, whose rounding the
+    numeric tolerances of most tests do not allow (test_precision.py covers bf16-mixed)."""
     from spade.backends.base import PPOConfig
     from spade.backends.local import LocalBackend, LocalConfig
 
-    def make(seed: int = 0, model: str = "tiny-test", lora=None, **ppo: object) -> LocalBackend:
+    def make(
+        seed: int = 0,
+        model: str = "tiny-test",
+        lora=None,
+        precision: str = "fp32",
+        prefix_cache_mb: int = 1024,
+        **ppo: object,
+    ) -> LocalBackend:
         ppo.setdefault("learning_rate", 1e-3)
         return LocalBackend(
-            LocalConfig(model=model, seed=seed, device="cpu", ppo=PPOConfig(**ppo), lora=lora)  # type: ignore[arg-type]
+            LocalConfig(
+                model=model,
+                seed=seed,
+                device="cpu",
+                precision=precision,
+                ppo=PPOConfig(**ppo),  # type: ignore[arg-type]
+                lora=lora,
+                prefix_cache_mb=prefix_cache_mb,
+            )
         )
 
     return make
