@@ -79,7 +79,7 @@ class LocalConfig:
     lora: LoraSettings | None = None
     max_batch_size: int = 64
     """Most prompts decoded together in one batch."""
-    prefix_cache_mb: int = 1024
+    prefix_cache_mb: int = 512
     """Keep each conversation's keys and values after its reply, up to this many MiB (least
     recently used dropped first), so the next turn of a multi-turn episode computes only its
     new tokens. 0 turns it off. Cleared whenever the weights change."""
@@ -108,6 +108,30 @@ def cpu_has_native_bf16() -> bool:
     except OSError:
         return False
     return " avx512_bf16" in flags or " amx_bf16" in flags
+
+
+def release_free_memory() -> None:
+    """Hand the C heap's free pages back to the OS (glibc `malloc_trim`; a no-op elsewhere).
+
+    torch's CPU tensors come from malloc, and a sampling call frees thousands of differently
+    sized blocks (KV buffers, logits, casts): glibc keeps them, so RSS crept up to ~2.3x what was
+    live. Measured on the default model (3 sampling calls, 8-16 rows): RSS 3.29 GB without,
+    1.42 GB with a trim after each call, same CPU time (lowering M_MMAP_THRESHOLD instead cost
+    +25-65% CPU time)."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        import ctypes
+        import ctypes.util
+
+        try:
+            _MALLOC_TRIM = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):  # not glibc (macOS, musl)
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM: Any = None
 
 
 def resolve_precision(name: str, device: torch.device) -> str:
@@ -243,6 +267,7 @@ class LocalBackend:
                         temperature=params.logprob_temperature,
                     )
                 )
+        release_free_memory()
         return out
 
     def extend(self, prompt: Prompt, completion: Completion, messages: Sequence[Message]) -> Prompt:
@@ -266,6 +291,7 @@ class LocalBackend:
         """Forget cached keys/values: they were computed with the old weights."""
         if self.prefix_cache is not None:
             self.prefix_cache.clear()
+        release_free_memory()
 
     def _stop_checker(self, stops: tuple[str, ...]):
         if not stops:

@@ -52,7 +52,7 @@ def make_local(torch_threads: None) -> Callable[..., object]:
         model: str = "tiny-test",
         lora=None,
         precision: str = "fp32",
-        prefix_cache_mb: int = 1024,
+        prefix_cache_mb: int = 512,
         **ppo: object,
     ) -> LocalBackend:
         ppo.setdefault("learning_rate", 1e-3)
