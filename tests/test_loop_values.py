@@ -1,0 +1,241 @@
+"""The Designer and Agent paths of the loop, end to end, pinned to values derived by hand.
+
+One regeneration (iteration 1) over two skills, S1 and S2, four attempts in the order
+[S1, S2, S1, S2] (SkillRotation round robin), with regen_interval 2 so the window closes at
+iteration 2. The scripted Designer writes, per skill, in call order:
+
+    S1 attempt 0: ALPHA, hint "The number is in the first line."          (honest)
+    S2 attempt 1: GAMMA, hint "Answer \\boxed{T0}."  T0 = the answer at seed 0 (leaks the solution)
+    S1 attempt 2: "no code here"                                           (no program: invalid)
+    S2 attempt 3: DELTA, hint "Read the first line."                       (honest)
+
+The scripted Agent (loopkit.agent_reply) wins (return 1) on even seeds or whenever a hint is shown
+and loses (return 0) otherwise. Every environment is played on 4 consecutive seeds base..base+3,
+so exactly two plain plays win, whatever the base:
+
+    plain arm [1, 0, 1, 0] in some order, mean 0.5, win rate 0.5; hinted arm [1, 1, 1, 1], mean 1
+    regret = 1 - 0.5 = 0.5
+    window (iterations 1 and 2, 8 plain plays, all three designs are active both times): win rate
+        0.5, plateau(0.5) = 1
+    hint gate: ALPHA and DELTA pass (non-empty, short, no fence, no solution, plain win rate 0.5
+        in [0.05, 0.95]); GAMMA contains the seed-0 solution "\\boxed{T0}" -> no regret term
+
+    blend = 0.4 * clip(regret / 0.15, 0, 1) * hint_ok + 0.6 * plateau(win rate)
+        ALPHA = 0.4 * 1 + 0.6 * 1 = 1.0;  GAMMA = 0 + 0.6 = 0.6;  DELTA = 1.0;  invalid = -1.0
+
+    Agent z-scores: each plain group [1, 0, 1, 0] has mean 0.5, population std 0.5:
+        (1 - 0.5) / (0.5 + 1e-8) = +1 (to 1e-7), and -1 for the losses; 3 environments x 4 plays
+        = 12 Agent samples in each iteration, none from a hinted play.
+    scale at iteration 2 = min(N_agent / N_designer * regen_interval, 50) = min(12 / 4 * 2, 50) = 6
+    centring per (skill, regen): S1 {ALPHA 1.0, invalid -1.0} mean 0.0; S2 {GAMMA 0.6, DELTA 1.0}
+        mean 0.8
+    Designer advantages = (r - group mean) * 6:
+        ALPHA +6.0, invalid -6.0, GAMMA -1.2, DELTA +1.2
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import loopkit
+import pytest
+from scripted import ScriptedPolicy, decode
+
+from spade.backends.base import Message
+from spade.config import DesignConfig, PlayConfig
+from spade.loop import Models
+from spade.prompts import designer_reply
+from spade.rewards import INVALID_DESIGN_REWARD
+from spade.train import train
+from spade.types import env_id_of
+from spade.validate import ValidatorConfig
+
+S1, S2 = "Magic Numbers", "Lucky Numbers"
+T0 = random.Random(0).randint(100, 999)  # MagicEnv's target at seed 0: what solution() says
+
+
+def env(name: str) -> str:
+    return loopkit.MAGIC_ENV.replace("MagicEnv", name)
+
+
+ALPHA, GAMMA, DELTA = env("AlphaEnv"), env("GammaEnv"), env("DeltaEnv")
+PLAN = {
+    S1: [designer_reply(ALPHA, "The number is in the first line."), "no code here"],
+    S2: [
+        designer_reply(GAMMA, f"Answer \\boxed{{{T0}}}."),
+        designer_reply(DELTA, "Read the first line."),
+    ],
+}
+
+
+class Designer:
+    """Replies per skill in call order (the loop samples the four prompts in one batch)."""
+
+    def __init__(self, plan: dict[str, list[str]]) -> None:
+        self.plan = plan
+        self.count = dict.fromkeys(plan, 0)
+
+    def __call__(self, messages: Sequence[Message]) -> str:
+        if "Environment Designer" not in str(messages[0].get("content", "")):
+            return loopkit.agent_reply(messages)
+        user = str(messages[-1].get("content", ""))
+        skill = next(s for s in self.plan if s in user)
+        replies = self.plan[skill]
+        self.count[skill] += 1
+        return replies[(self.count[skill] - 1) % len(replies)]
+
+
+def run(
+    run_dir: Path,
+    plan: dict[str, list[str]] = PLAN,
+    iterations: int = 2,
+    designer_reward: str = "blend",
+    **design: object,
+) -> tuple[dict, loopkit.FakeTrainer]:
+    policy = ScriptedPolicy(Designer(plan))
+    trainer = loopkit.FakeTrainer()
+    cfg = loopkit.small_config(
+        run_dir,
+        iterations=iterations,
+        designer_reward=designer_reward,
+        design=DesignConfig(
+            **{  # type: ignore[arg-type]
+                "envs_per_regen": 4,
+                "regen_interval": 2,
+                "skills": (S1, S2),
+                "active_skills": 2,
+                "grounding": False,
+                **design,
+            }
+        ),
+        play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
+        # the three designs differ only in their class name: let them all in
+        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
+    )
+    summary = train(
+        cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print
+    )
+    return summary, trainer
+
+
+def rows(run_dir: Path, sql: str, *args: object) -> list[tuple]:
+    with sqlite3.connect(run_dir / "pool.sqlite") as db:
+        return db.execute(sql, args).fetchall()
+
+
+@pytest.fixture(scope="module")
+def blend_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, loopkit.FakeTrainer]:
+    run_dir = tmp_path_factory.mktemp("values") / "run"
+    summary, trainer = run(run_dir)
+    return run_dir, summary, trainer
+
+
+def test_design_attempts_and_their_outcomes(blend_run) -> None:
+    run_dir, summary, _ = blend_run
+    first = summary["iterations"][0]
+    assert first["valid_design_rate"] == 0.75 and first["skill_mix"] == {S1: 2, S2: 2}
+    got = rows(
+        run_dir,
+        "SELECT skill, attempt, env_id, admitted, reward FROM design_attempts ORDER BY attempt",
+    )
+    assert got == [
+        (S1, 0, env_id_of(ALPHA), 1, 1.0),
+        (S2, 1, env_id_of(GAMMA), 1, pytest.approx(0.6)),
+        (S1, 2, None, 0, INVALID_DESIGN_REWARD),
+        (S2, 3, env_id_of(DELTA), 1, 1.0),
+    ]
+
+
+def test_regret_blend_and_hint_gate_per_design(blend_run) -> None:
+    run_dir, summary, _ = blend_run
+    got = {
+        r[0]: r[1:]
+        for r in rows(
+            run_dir,
+            "SELECT env_id, iteration, reward, regret, win_rate, plain_mean, hinted_mean, hint_ok,"
+            " hint_reason FROM designer_rewards",
+        )
+    }
+    assert got == {
+        env_id_of(ALPHA): (2, 1.0, 0.5, 0.5, 0.5, 1.0, 1, None),
+        env_id_of(GAMMA): (
+            2,
+            pytest.approx(0.6),
+            0.5,
+            0.5,
+            0.5,
+            1.0,
+            0,
+            f"hint contains the solution '\\\\boxed{{{T0}}}'",
+        ),
+        env_id_of(DELTA): (2, 1.0, 0.5, 0.5, 0.5, 1.0, 1, None),
+    }
+    second = summary["iterations"][1]
+    assert second["regret"] == 0.5
+    assert second["designer_reward"] == pytest.approx((1.0 + 0.6 - 1.0 + 1.0) / 4)
+    assert second["designer_scale"] == 6.0
+
+
+def _by_role(trainer: loopkit.FakeTrainer, update: int, role: str) -> list:
+    return [s for s in trainer.updates[update] if s.role == role]
+
+
+def test_agent_z_scores_per_group_and_no_hinted_play_is_trained(blend_run) -> None:
+    _, summary, trainer = blend_run
+    assert len(trainer.updates) == 2
+    for update, metrics in zip(range(2), summary["iterations"]):
+        agent = _by_role(trainer, update, "agent")
+        assert metrics["agent_samples"] == len(agent) == 12
+        for sample in agent:
+            text = decode(sample.token_ids)
+            assert "HINT:" not in text  # no hinted rollout reaches the trainer
+            seed = int(text.split("Seed ")[1].split(".")[0])
+            expected = 1.0 if seed % 2 == 0 else -1.0  # even seeds win (see the module doc)
+            assert sample.advantage == pytest.approx(expected, abs=1e-7)
+        # six wins and six losses: three groups of [1, 0, 1, 0]
+        assert sorted(round(s.advantage) for s in agent) == [-1] * 6 + [1] * 6
+
+
+def test_designer_advantages_are_centred_per_skill_and_regen_and_scaled(blend_run) -> None:
+    _, summary, trainer = blend_run
+    assert _by_role(trainer, 0, "designer") == []  # the window is still open at iteration 1
+    designer = _by_role(trainer, 1, "designer")
+    assert summary["iterations"][1]["designer_samples"] == 4
+    # pending samples keep the attempt order: ALPHA, GAMMA, invalid, DELTA
+    assert [s.advantage for s in designer] == pytest.approx([6.0, -1.2, -6.0, 1.2])
+    replies = [decode([t for t, m in zip(s.token_ids, s.loss_mask) if m]) for s in designer]
+    assert "AlphaEnv" in replies[0] and "GammaEnv" in replies[1]
+    assert replies[2] == "no code here" and "DeltaEnv" in replies[3]
+
+
+def test_the_reward_function_named_in_the_config_is_the_one_used(tmp_path: Path) -> None:
+    # pure regret: max(0, regret) if the hint passed its gates, else 0
+    #   ALPHA 0.5, GAMMA 0.0 (gated), DELTA 0.5, invalid -1
+    #   S1 mean (0.5 - 1) / 2 = -0.25 -> ALPHA +0.75 * 6 = 4.5, invalid -4.5
+    #   S2 mean 0.25 -> GAMMA -1.5, DELTA +1.5
+    summary, trainer = run(tmp_path / "run", designer_reward="regret")
+    got = dict(rows(tmp_path / "run", "SELECT env_id, reward FROM designer_rewards"))
+    assert got == {env_id_of(ALPHA): 0.5, env_id_of(GAMMA): 0.0, env_id_of(DELTA): 0.5}
+    designer = _by_role(trainer, 1, "designer")
+    assert [s.advantage for s in designer] == pytest.approx([4.5, -1.5, -4.5, 1.5])
+    assert summary["iterations"][1]["designer_reward"] == pytest.approx((0.5 + 0 - 1 + 0.5) / 4)
+
+
+def test_two_identical_designs_in_one_regen_admit_the_first(tmp_path: Path) -> None:
+    # S1 writes ALPHA twice: attempt 0 is admitted, attempt 2 is its duplicate (verdicts are
+    # matched to attempts by position, not by env_id, so the duplicate cannot overwrite it)
+    plan = {S1: [designer_reply(ALPHA, "The number is in the first line.")], S2: PLAN[S2]}
+    run(tmp_path / "run", plan=plan, iterations=1)
+    got = rows(
+        tmp_path / "run",
+        "SELECT attempt, env_id, admitted, failures FROM design_attempts WHERE skill = ?"
+        " ORDER BY attempt",
+        S1,
+    )
+    assert [(a, e, ok) for a, e, ok, _ in got] == [(0, env_id_of(ALPHA), 1), (2, None, 0)]
+    assert [f["check"] for f in json.loads(got[1][3])] == ["duplicate"]
+    assert rows(tmp_path / "run", "SELECT count(*) FROM programs")[0][0] == 3
