@@ -27,26 +27,18 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from spade.admission import DesignRequest, Outcome, design_and_admit
+from spade import windows
+from spade.admission import DesignRequest, design_and_admit
 from spade.backends.base import Completion, Policy, Sample, SamplingParams, Trainer, episode_sample
 from spade.config import TrainConfig
 from spade.designer import SkillRotation
 from spade.pool import EpisodeRow, Pool
-from spade.rewards import (
-    INVALID_DESIGN_REWARD,
-    DesignStats,
-    designer_advantages,
-    designer_scale,
-    group_advantages,
-    hint_gate,
-    win_rate_of,
-)
+from spade.rewards import INVALID_DESIGN_REWARD, group_advantages, win_rate_of
 from spade.rollout import PlayRequest, Rollout, play
 from spade.rundir import LoopState
-from spade.sandbox import Sandbox, SandboxError
+from spade.sandbox import Sandbox
 from spade.types import Program
-
-DesignerReward = Callable[[DesignStats], float]
+from spade.windows import DesignerReward, close_windows, pending_item
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,8 +102,8 @@ def run_iteration(
 
     # score: Agent advantages per environment group (plain plays only), then Designer rewards
     agent_samples = _agent_samples(rollouts)
-    designer_samples, design_metrics = _close_windows(
-        it, cfg, pool, state, reward_fn, len(agent_samples)
+    state.pending, designer_samples, design_metrics = close_windows(
+        it, d.regen_interval, pool, state.pending, reward_fn, len(agent_samples)
     )
     metrics.update(design_metrics)
 
@@ -180,35 +172,17 @@ def _design_step(
     designer = _Timed(models.designer, clock, "model_s")
     outcomes = design_and_admit(designer, sandbox, pool, run_async, request)
     new_envs = [o.attempt.program for o in outcomes if o.admitted and o.attempt.program]
-    solutions, solution_errors = run_async(_solutions(sandbox, new_envs))
+    solutions, solution_errors = run_async(windows.solutions(sandbox, new_envs))
     sampling = clock.get("model_s", 0.0) - model_before
     clock["env_s"] = clock.get("env_s", 0.0) + time.perf_counter() - t - sampling
     for o in outcomes:
         if o.attempt.completion.trainable:
-            state.pending.append(_pending(o, solutions.get(o.env_id or "", [])))
+            state.pending.append(pending_item(o, solutions.get(o.env_id or "", [])))
     return new_envs, {
         "valid_design_rate": len(new_envs) / max(len(outcomes), 1),
         "design_attempts": len(outcomes),
         "solution_errors": solution_errors,
         "skill_mix": {s: skills.count(s) for s in sorted(set(skills))},
-    }
-
-
-def _pending(outcome: Outcome, solution: list[str]) -> dict[str, Any]:
-    """A Designer sample waiting for its window (JSON, kept in state.json across a resume)."""
-    a = outcome.attempt
-    sample = episode_sample([a.completion], 0.0, "designer")
-    return {
-        "iteration": a.iteration,
-        "regen": a.regen,
-        "skill": a.skill,
-        "env_id": outcome.env_id,
-        "hint": a.program.hint if a.program else "",
-        "solution": solution,
-        "token_ids": list(sample.token_ids),
-        "loss_mask": list(sample.loss_mask),
-        "logprobs": list(sample.logprobs),
-        "temperature": sample.temperature,
     }
 
 
@@ -272,34 +246,6 @@ def _update(
     return {name: trainer.update(batch) for name, (trainer, batch) in batches.items() if batch}
 
 
-async def _solutions(
-    sandbox: Sandbox, programs: Sequence[Program]
-) -> tuple[dict[str, list[str]], int]:
-    """solution() replies at seed 0, for the hint gate (a hint must not contain them), and how
-    many programs failed to give one. Only an environment's own failure (SandboxError) is
-    tolerated: anything else is a bug and propagates."""
-    out: dict[str, list[str]] = {}
-    errors = 0
-    for program in programs:
-        value: Any = None
-        try:
-            session = await sandbox.open(program.code)
-        except SandboxError:
-            errors += 1
-            continue
-        try:
-            await session.reset(0)
-            value = await session.solution()
-        except SandboxError:
-            errors += 1
-        finally:
-            await session.close()
-        value = [value] if isinstance(value, str) else value
-        if isinstance(value, list):
-            out[program.env_id] = [str(v) for v in value][:100]
-    return out, errors
-
-
 def _agent_samples(rollouts: Sequence[Rollout]) -> list[Sample]:
     groups: dict[str, list[Rollout]] = {}
     for r in rollouts:
@@ -312,70 +258,3 @@ def _agent_samples(rollouts: Sequence[Rollout]) -> list[Sample]:
             if advantage != 0.0 and all(c.trainable for c in r.completions):
                 samples.append(episode_sample(r.completions, advantage, "agent"))
     return samples
-
-
-def _close_windows(
-    it: int, cfg: TrainConfig, pool: Pool, state: LoopState, reward_fn: DesignerReward, n_agent: int
-) -> tuple[list[Sample], dict[str, Any]]:
-    """Reward the pending Designer samples whose window ends at `it`."""
-    closing = [p for p in state.pending if p["iteration"] + cfg.design.regen_interval - 1 <= it]
-    if not closing:
-        return [], {}
-    state.pending = [p for p in state.pending if p not in closing]
-    rewards, regrets = [], []
-    for item in closing:
-        if item["env_id"] is None:
-            rewards.append(INVALID_DESIGN_REWARD)
-            continue
-        hinted, plain = pool.paired_returns(item["env_id"], item["iteration"])
-        window = pool.returns(item["env_id"], since_iteration=item["iteration"], until_iteration=it)
-        reason = (
-            hint_gate(item["hint"], item["solution"], win_rate_of(plain)) if plain else "unplayed"
-        )
-        stats = DesignStats(
-            item["env_id"],
-            item["skill"],
-            item["regen"],
-            item["hint"],
-            tuple(hinted),
-            tuple(plain),
-            tuple(window),
-            reason is None,
-        )
-        reward = reward_fn(stats)
-        rewards.append(reward)
-        regret = stats.regret if hinted and len(hinted) == len(plain) else None
-        if regret is not None:
-            regrets.append(regret)
-        pool.record_designer_reward(
-            item["env_id"],
-            item["regen"],
-            it,
-            reward,
-            win_rate=stats.win_rate,
-            regret=regret,
-            plain_mean=sum(plain) / len(plain) if plain else None,
-            hinted_mean=sum(hinted) / len(hinted) if hinted else None,
-            hint_ok=reason is None,
-            hint_reason=reason,
-        )
-    scale = designer_scale(n_agent, len(closing), cfg.design.regen_interval)
-    advantages = designer_advantages(rewards, [(p["skill"], p["regen"]) for p in closing], scale)
-    samples = [
-        Sample(
-            tuple(p["token_ids"]),
-            tuple(p["loss_mask"]),
-            tuple(p["logprobs"]),
-            adv,
-            "designer",
-            p["temperature"],
-        )
-        for p, adv in zip(closing, advantages)
-        if adv != 0.0
-    ]
-    metrics = {
-        "designer_reward": sum(rewards) / len(rewards),
-        "regret": sum(regrets) / len(regrets) if regrets else None,
-        "designer_scale": scale,
-    }
-    return samples, metrics
