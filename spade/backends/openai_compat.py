@@ -191,8 +191,17 @@ class OpenAICompatPolicy:
             raise OpenAICompatError(
                 f"{self._url}: malformed reply: {json.dumps(reply)[:300]}"
             ) from None
-        finish: FinishReason = "length" if choice.get("finish_reason") == "length" else "stop"
-        logprobs, token_ids = _parse_logprobs(choice.get("logprobs"))
+        finish = _finish_reason(choice.get("finish_reason"))
+        if finish is None:
+            raise OpenAICompatError(
+                f"{self._url}: unknown finish_reason {choice.get('finish_reason')!r}"
+            )
+        try:
+            logprobs, token_ids = _parse_logprobs(choice.get("logprobs"))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise OpenAICompatError(
+                f"{self._url}: malformed logprobs: {json.dumps(choice.get('logprobs'))[:300]}"
+            ) from None
         completion_ids = choice.get("token_ids") or token_ids
         prompt_ids = reply.get("prompt_token_ids") or choice.get("prompt_token_ids")
         missing = [
@@ -235,6 +244,20 @@ class OpenAICompatPolicy:
             temperature=temperature,
             untrainable_reason=reason,
         )
+
+
+FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "content_filter",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",  # the deprecated name of a tool call
+}
+
+
+def _finish_reason(value: Any) -> FinishReason | None:
+    """The server's finish_reason as ours; None for a value the API does not define."""
+    return FINISH_REASONS.get(value) if isinstance(value, str) else None
 
 
 def _parse_logprobs(block: Any) -> tuple[list[float] | None, list[int] | None]:
