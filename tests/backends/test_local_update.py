@@ -127,3 +127,97 @@ def test_weight_decay_applies_to_matrices_only(make_local):
     for n, p in named.items():
         expected = before[n] * (1 - 1e-2 * 0.1) if p.dim() >= 2 else before[n]
         assert torch.allclose(p, expected, rtol=0, atol=1e-7), n
+
+
+def _state(backend) -> tuple:
+    """Everything a checkpoint must bring back: weights, optimizer state, RNGs, step."""
+    weights = [p.detach().clone() for p in backend.model.parameters()]
+    opt = backend.optimizer.state_dict()
+    moments = [
+        (int(s["step"]), s["exp_avg"].clone(), s["exp_avg_sq"].clone())
+        for s in opt["state"].values()
+    ]
+    return weights, moments, backend._sampler_rng.get_state(), torch.get_rng_state(), backend.step
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    wa, ma, ra, ta, sa = a
+    wb, mb, rb, tb, sb = b
+    return (
+        len(wa) == len(wb)
+        and all(torch.equal(x, y) for x, y in zip(wa, wb))
+        and len(ma) == len(mb)
+        and all(
+            i == j and torch.equal(x, y) and torch.equal(u, v)
+            for (i, x, u), (j, y, v) in zip(ma, mb)
+        )
+        and torch.equal(ra, rb)
+        and torch.equal(ta, tb)
+        and sa == sb
+    )
+
+
+def _batch(backend, advantage: float = 1.0) -> list[Sample]:
+    return [
+        _with_ratios(backend, _sample(4, advantage), [1.0] * 4),
+        _with_ratios(backend, _sample(3, -advantage, offset=40), [1.0] * 3),
+    ]
+
+
+def test_save_and_load_restore_weights_optimizer_rngs_and_step(make_local, tmp_path):
+    from spade.backends import SamplingParams
+
+    a = make_local(seed=1, learning_rate=1e-2)
+    a.update(_batch(a))
+    a.sample([[{"role": "user", "content": "hi"}]], SamplingParams(max_tokens=3))  # moves its RNG
+    a.save(tmp_path / "ckpt")
+    saved = _state(a)
+    b = make_local(seed=2, learning_rate=1e-2)  # other weights, other RNG streams
+    torch.manual_seed(123)
+    assert not _same(_state(b), saved)
+    b.load(tmp_path / "ckpt")
+    assert _same(_state(b), saved)
+    assert b.step == 1
+    # and both continue identically: the same update, the same unseeded sample
+    batch = _batch(a)
+    a.update(batch)
+    b.update(batch)
+    assert _same(_state(a), _state(b))
+    prompt = [[{"role": "user", "content": "go"}]]
+    assert a.sample(prompt, SamplingParams(max_tokens=6)) == b.sample(
+        prompt, SamplingParams(max_tokens=6)
+    )
+
+
+def test_load_refuses_a_checkpoint_of_other_weights(make_local, tmp_path):
+    a = make_local()
+    a.save(tmp_path / "ckpt")
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(tmp_path / "ckpt" / "weights.safetensors"))
+    name = sorted(tensors)[0]
+    tensors["not.a.weight"] = tensors.pop(name)
+    save_file(tensors, str(tmp_path / "ckpt" / "weights.safetensors"))
+    with pytest.raises(ValueError, match=r"does not match the model: missing \['" + name):
+        make_local().load(tmp_path / "ckpt")
+
+
+def test_sft_step_takes_the_mean_nll_of_the_trained_tokens(make_local):
+    # nll = -(sum of the trained tokens' logprobs) / (number of trained tokens), at temperature 1
+    backend = make_local(learning_rate=1e-2, max_grad_norm=1.0)
+    samples = [_sample(4, 0.0), _sample(2, 0.0, offset=30)]
+    scores = backend.score(samples)
+    trained = [lp for s, sc in zip(samples, scores) for lp, m in zip(sc, s.loss_mask) if m]
+    assert len(trained) == 6
+    out = backend.sft_step(samples)
+    assert out["nll"] == pytest.approx(-sum(trained) / 6, rel=1e-5)
+    assert out["trained_tokens"] == 6.0 and backend.step == 1
+    assert out["grad_norm"] > 0
+    m = [s["exp_avg"].double() for s in backend.optimizer.state.values()]
+    clipped = min(out["grad_norm"], 1.0)  # first moment = 0.1 * the clipped gradient
+    assert float(torch.sqrt(sum((x**2).sum() for x in m))) == pytest.approx(0.1 * clipped, rel=1e-3)
+    after = backend.score(samples)
+    new = [lp for s, sc in zip(samples, after) for lp, m in zip(sc, s.loss_mask) if m]
+    assert sum(new) > sum(trained)  # the step raised the likelihood of the targets
+    with pytest.raises(ValueError, match="trained tokens"):
+        backend.sft_step([Sample((1, 2), (0, 0), (0.0, 0.0), 0.0, "agent")])
