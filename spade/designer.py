@@ -212,10 +212,6 @@ class DesignAttempt:
     hint_completion: Completion | None = None
     """The separate hint call (paper mode) when it was made; not trained."""
 
-    @property
-    def source(self) -> str:
-        return attempt_source(self.iteration, self.skill, self.attempt_index)
-
 
 def attempt_source(iteration: int, skill: str, attempt_index: int) -> str:
     return f"design:it{iteration}/{skill_slug(skill)}/{attempt_index}"
@@ -259,7 +255,6 @@ def design(
     difficulty_word: str = "medium",
     budget_chars: int | None = None,
     separate_hint: bool = False,
-    hint_params: SamplingParams | None = None,
     first_attempt: int = 0,
 ) -> list[DesignAttempt]:
     """One design attempt per entry of `skills_per_env`, in order; see the module docstring.
@@ -267,8 +262,8 @@ def design(
     `exemplars_for(skill)` may return more than `MAX_EXEMPLARS` programs (for example the top 10
     by regret): they are shuffled with `rng` and the first two shown, i.e. 2 sampled from them.
     Attempt i is numbered `first_attempt + i` (pass a running count when retrying within an
-    iteration so sources stay unique). `hint_params` defaults to `params` capped at
-    `HINT_MAX_TOKENS` tokens.
+    iteration so sources stay unique; `spade.admission` does). The separate hint call samples
+    with `params` capped at `HINT_MAX_TOKENS` tokens.
     """
     if not skills_per_env:
         return []
@@ -296,10 +291,9 @@ def design(
     if separate_hint:
         todo = [i for i, e in enumerate(extractions) if e.ok and e.code is not None]
         if todo:
-            if hint_params is None:
-                hint_params = dataclasses.replace(
-                    params, max_tokens=min(params.max_tokens, HINT_MAX_TOKENS)
-                )
+            hint_params = dataclasses.replace(
+                params, max_tokens=min(params.max_tokens, HINT_MAX_TOKENS)
+            )
             hint_prompts = [Prompt.of(hint_messages(extractions[i].code or "")) for i in todo]
             hint_completions = _sample(policy, hint_prompts, hint_params)
             hint_calls = dict(zip(todo, zip(hint_prompts, hint_completions)))

@@ -267,8 +267,6 @@ class PPOConfig:
     """Token budget (padded length x sequences) of one forward/backward micro-batch."""
     num_minibatches: int = 1
     """Optimizer steps per `update` call; the batch is split into this many contiguous chunks."""
-    seed: int = 0
-    """Seeds the trainer's RNG streams (saved and restored with checkpoints)."""
 
     def __post_init__(self) -> None:
         if self.clip_low < 0 or self.clip_high < 0:
