@@ -66,6 +66,8 @@ class Extraction:
     hint: str
     error: str | None
     """None when both code and hint (if required) were found."""
+    cut_off: bool = False
+    """The reply ended inside its code block (no closing fence)."""
 
     @property
     def ok(self) -> bool:
@@ -117,7 +119,7 @@ def extract_design(reply: str, *, require_hint: bool = True) -> Extraction:
         body = "\n".join(lines[i + 1 : body_end])
         if tag in PYTHON_TAGS or (not tag and "class" in body):
             if close is None:
-                return Extraction(None, "", "reply cut off (no closing fence)")
+                return Extraction(None, "", "reply cut off (no closing fence)", cut_off=True)
             return _with_hint(body, lines[close + 1 :], require_hint)
         if close is None:
             break
@@ -304,7 +306,7 @@ def design(
     ):
         index = first_attempt + i
         code, hint, error = extraction.code, extraction.hint, extraction.error
-        if error is not None and completion.finish_reason == "length" and "cut off" not in error:
+        if error is not None and completion.finish_reason == "length" and not extraction.cut_off:
             error += " (the reply reached max_tokens)"
         hint_prompt = hint_completion = None
         if i in hint_calls:
