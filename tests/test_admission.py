@@ -147,3 +147,11 @@ def test_spade_design_uses_the_same_admission(tmp_path: Path, monkeypatch) -> No
     ]
     assert [p.name for p in out.glob("game_*.py")] == ["game_00000_000_magic_numbers.py"]
     assert rc == 1  # 1 of the 2 requested
+
+
+def test_recipes_choose_their_retries() -> None:
+    from spade.config import RECIPES
+
+    assert RECIPES["paper-games"].design.max_attempts == 5  # the paper: up to 5 per slot
+    assert RECIPES["paper-tools"].design.max_attempts == 5
+    assert RECIPES["tiny-cpu"].design.max_attempts == 1

@@ -239,3 +239,25 @@ def test_two_identical_designs_in_one_regen_admit_the_first(tmp_path: Path) -> N
     assert [(a, e, ok) for a, e, ok, _ in got] == [(0, env_id_of(ALPHA), 1), (2, None, 0)]
     assert [f["check"] for f in json.loads(got[1][3])] == ["duplicate"]
     assert rows(tmp_path / "run", "SELECT count(*) FROM programs")[0][0] == 3
+
+
+def test_design_max_attempts_retries_the_failed_slot(tmp_path: Path) -> None:
+    # S1's second slot fails ("no code here") and is asked again: its third reply, BETA
+    beta = env("BetaEnv")
+    plan = {S1: [*PLAN[S1], designer_reply(beta, "First line.")], S2: PLAN[S2]}
+    summary, _ = run(tmp_path / "run", plan=plan, iterations=1, max_attempts=2)
+    got = rows(
+        tmp_path / "run",
+        "SELECT attempt, skill, env_id, admitted FROM design_attempts ORDER BY attempt",
+    )
+    assert got == [
+        (0, S1, env_id_of(ALPHA), 1),
+        (1, S2, env_id_of(GAMMA), 1),
+        (2, S1, None, 0),
+        (3, S2, env_id_of(DELTA), 1),
+        (4, S1, env_id_of(beta), 1),  # the retry
+    ]
+    first = summary["iterations"][0]
+    assert first["design_attempts"] == 5 and first["valid_design_rate"] == 4 / 5
+    state = json.loads((tmp_path / "run" / "state.json").read_text())
+    assert len(state["pending"]) == 5  # every attempt, retried or not, is a Designer sample
