@@ -37,6 +37,7 @@ from spade.backends.base import Completion, Policy, Prompt, SamplingParams
 from spade.prompts import (
     MAX_EXEMPLARS,
     MAX_HINT_CHARS,
+    DesignerPrompt,
     designer_prompt,
     hint_messages,
 )
@@ -269,36 +270,23 @@ def design(
     """
     if not skills_per_env:
         return []
-    rendered = []
-    for skill in skills_per_env:
-        document = rng.choice(documents) if documents else None
-        exemplars = list(exemplars_for(skill))
-        rng.shuffle(exemplars)
-        rendered.append(
-            designer_prompt(
-                skill,
-                difficulty_word,
-                document,
-                exemplars[:MAX_EXEMPLARS],
-                negative_for(skill),
-                budget_chars,
-                with_hint=not separate_hint,
-            )
+    rendered = [
+        _render(
+            skill,
+            rng,
+            documents,
+            exemplars_for,
+            negative_for,
+            difficulty_word,
+            budget_chars,
+            separate_hint,
         )
+        for skill in skills_per_env
+    ]
     prompts = [Prompt.of(r.messages) for r in rendered]
     completions = _sample(policy, prompts, params)
     extractions = [extract_design(c.text, require_hint=not separate_hint) for c in completions]
-
-    hint_calls: dict[int, tuple[Prompt, Completion]] = {}
-    if separate_hint:
-        todo = [i for i, e in enumerate(extractions) if e.ok and e.code is not None]
-        if todo:
-            hint_params = dataclasses.replace(
-                params, max_tokens=min(params.max_tokens, HINT_MAX_TOKENS)
-            )
-            hint_prompts = [Prompt.of(hint_messages(extractions[i].code or "")) for i in todo]
-            hint_completions = _sample(policy, hint_prompts, hint_params)
-            hint_calls = dict(zip(todo, zip(hint_prompts, hint_completions)))
+    hint_calls = _hint_calls(policy, extractions, params) if separate_hint else {}
 
     attempts = []
     for i, (skill, r, prompt, completion, extraction) in enumerate(
@@ -333,3 +321,40 @@ def design(
             )
         )
     return attempts
+
+
+def _render(
+    skill: str,
+    rng: random.Random,
+    documents: Sequence[Mapping[str, Any]],
+    exemplars_for: Callable[[str], Sequence[Program]],
+    negative_for: Callable[[str], NegativeExample | None],
+    difficulty_word: str,
+    budget_chars: int | None,
+    separate_hint: bool,
+) -> DesignerPrompt:
+    """One Designer prompt; draws from `rng` in a fixed order: the document, then the shuffle."""
+    document = rng.choice(documents) if documents else None
+    exemplars = list(exemplars_for(skill))
+    rng.shuffle(exemplars)
+    return designer_prompt(
+        skill,
+        difficulty_word,
+        document,
+        exemplars[:MAX_EXEMPLARS],
+        negative_for(skill),
+        budget_chars,
+        with_hint=not separate_hint,
+    )
+
+
+def _hint_calls(
+    policy: Policy, extractions: Sequence[Extraction], params: SamplingParams
+) -> dict[int, tuple[Prompt, Completion]]:
+    """Paper mode: one batched hint call for the replies whose code was extracted, by index."""
+    todo = [i for i, e in enumerate(extractions) if e.ok and e.code is not None]
+    if not todo:
+        return {}
+    hint_params = dataclasses.replace(params, max_tokens=min(params.max_tokens, HINT_MAX_TOKENS))
+    hint_prompts = [Prompt.of(hint_messages(extractions[i].code or "")) for i in todo]
+    return dict(zip(todo, zip(hint_prompts, _sample(policy, hint_prompts, hint_params))))

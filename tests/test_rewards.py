@@ -112,7 +112,7 @@ def test_plateau(w, expected):
 
 
 def test_plateau_rejects_nan():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^plateau of NaN$"):
         plateau(float("nan"))
 
 
