@@ -94,6 +94,7 @@ def run(
     plan: dict[str, list[str]] = PLAN,
     iterations: int = 2,
     designer_reward: str = "blend",
+    active_envs: int = 3,
     **design: object,
 ) -> tuple[dict, loopkit.FakeTrainer]:
     policy = ScriptedPolicy(Designer(plan))
@@ -112,7 +113,7 @@ def run(
                 **design,
             }
         ),
-        play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
+        play=PlayConfig(plays_per_env=4, active_envs=active_envs, max_turns=3),
         # the three designs differ only in their class name: let them all in
         validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
     )
@@ -261,3 +262,48 @@ def test_design_max_attempts_retries_the_failed_slot(tmp_path: Path) -> None:
     assert first["design_attempts"] == 5 and first["valid_design_rate"] == 4 / 5
     state = json.loads((tmp_path / "run" / "state.json").read_text())
     assert len(state["pending"]) == 5  # every attempt, retried or not, is a Designer sample
+
+
+def test_iteration_metrics(blend_run) -> None:
+    # iteration 1: 3 new designs x 4 plain + 4 hinted plays = 24 episodes of one turn each; the
+    # scripted replies are "I think it is \boxed{NNN}" (25 bytes = 25 tokens) on a win and
+    # "\boxed{0}" (9) on a loss: 6 plain wins, 6 plain losses, 12 hinted wins
+    #   tokens = 18 * 25 + 6 * 9 = 504; iteration 2 (plain only): 6 * 25 + 6 * 9 = 204
+    _, summary, _ = blend_run
+    first, second = summary["iterations"]
+    assert (first["episodes"], second["episodes"]) == (24, 12)
+    assert (first["tokens"], second["tokens"]) == (504, 204)
+    assert first["plain_win_rate"] == second["plain_win_rate"] == 0.5
+    assert (first["hinted_win_rate"], second["hinted_win_rate"]) == (1.0, None)
+    assert first["mean_turns"] == second["mean_turns"] == 1.0
+    assert first["env_errors"] == second["env_errors"] == 0
+    assert (first["design_attempts"], first["solution_errors"]) == (4, 0)
+    assert "design_attempts" not in second  # no regeneration at iteration 2
+    # all three designs are won half the time: the frontier band (0.2 <= w <= 0.8)
+    for m in (first, second):
+        assert m["bands"]["frontier"] == 3 and m["bands"]["mastered"] == 0
+        assert m["bands"]["out_of_reach"] == 0
+        assert set(m["loss"]) == {"shared"}
+        assert m["agent_samples"] == 12
+        # the time split: sampling + environments never exceed the whole
+        assert m["model_seconds"] > 0 and m["env_seconds"] > 0
+        assert m["model_seconds"] + m["env_seconds"] <= m["seconds"] + 1e-6
+        assert m["overhead"] == pytest.approx(
+            (m["seconds"] - m["model_seconds"] - m["env_seconds"]) / m["seconds"]
+        )
+    assert first["loss"]["shared"] == {"loss": 12.0}  # FakeTrainer: the number of samples
+    assert second["loss"]["shared"] == {"loss": 16.0}  # 12 Agent + 4 Designer
+
+
+def test_the_active_set_is_new_designs_then_a_seeded_sample(tmp_path: Path) -> None:
+    # active_envs 2. Iteration 1: all 3 new designs are played (new ones first, even past the
+    # cap), plain and hinted: 24 episodes. Iterations 2 and 3 (iteration 3 redesigns, but the
+    # script repeats and every design is a duplicate): 2 of the 3 pool environments, 8 episodes
+    summary, _ = run(tmp_path / "run", iterations=3, active_envs=2)
+    assert [m["episodes"] for m in summary["iterations"]] == [24, 8, 8]
+    assert summary["iterations"][2]["valid_design_rate"] == 0.0
+    played = rows(
+        tmp_path / "run",
+        "SELECT iteration, COUNT(DISTINCT env_id), SUM(hinted) FROM episodes GROUP BY iteration",
+    )
+    assert played == [(1, 3, 12), (2, 2, 0), (3, 2, 0)]
