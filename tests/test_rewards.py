@@ -84,7 +84,11 @@ def test_regret_is_difference_of_means():
 
 @pytest.mark.parametrize(
     ("hinted", "plain", "match"),
-    [([1, 0], [1], "paired"), ([1], [], "both arms"), ([], [], "both arms")],
+    [
+        ([1, 0], [1], r"^regret needs paired arms \(same seeds and counts\): 2 hinted vs 1 plain$"),
+        ([1], [], r"^regret needs both arms: 1 hinted, 0 plain$"),
+        ([], [1], r"^regret needs both arms: 0 hinted, 1 plain$"),
+    ],
 )
 def test_regret_needs_paired_non_empty_arms(hinted, plain, match):
     with pytest.raises(ValueError, match=match):
@@ -293,10 +297,12 @@ def test_designer_scale():
     assert designer_scale(1000, 8, 4) == 50.0  # 500 capped at 50
     assert designer_scale(1000, 8, 4, cap=100.0) == 100.0
     assert designer_scale(64, 0, 4) == 0.0
-    with pytest.raises(ValueError):
-        designer_scale(-1, 8, 4)
-    with pytest.raises(ValueError):
-        designer_scale(64, 8, 0)
+    assert designer_scale(0, 8, 1) == 0.0  # the boundaries are valid inputs
+    assert designer_scale(400, 8, 1) == 50.0  # exactly the cap
+    bad = r"^bad designer_scale inputs: {} agent, {} designer, regen_interval {}$"
+    for args in ((-1, 8, 4), (64, -1, 4), (64, 8, 0)):
+        with pytest.raises(ValueError, match=bad.format(*args)):
+            designer_scale(*args)
 
 
 def test_designer_advantages_centre_per_group():
