@@ -6,7 +6,8 @@
 
 Sampling only; no Trainer. What a completion carries depends on the server:
 
-- always: text and finish reason;
+- always: text and finish reason (`stop`, `length`, `content_filter` or `tool_calls`, as the
+  server says; `function_call` reads as `tool_calls`, anything else is an OpenAICompatError);
 - logprobs when the server returns them (`logprobs: true`, standard);
 - token ids only from servers with the vLLM extension (`request_token_ids=True` sends
   `return_token_ids` and reads `prompt_token_ids` / `token_ids`).
@@ -18,8 +19,9 @@ and `episode_sample` refuses it with that reason: such a server is for designing
 The API key is read from the environment variable named in the config when a request is sent; it
 is never stored on the object, put in an exception or logged. Requests run on a thread pool capped
 at `max_concurrency`; connection errors, timeouts, 408/409/429 and 5xx are retried with
-exponential backoff and jitter (honouring Retry-After), other errors fail at once with the
-server's message. Standard library only (urllib), so it adds no dependency.
+exponential backoff and jitter (honouring Retry-After, capped at `max_backoff_s`), other errors
+fail at once with the server's message, and so does a reply that breaks the protocol (not JSON,
+no choices, malformed logprobs). Standard library only (urllib), so it adds no dependency.
 """
 
 from __future__ import annotations
