@@ -128,9 +128,11 @@ def rows(run_dir: Path, sql: str, *args: object) -> list[tuple]:
         return db.execute(sql, args).fetchall()
 
 
-@pytest.fixture(scope="module")
-def blend_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, loopkit.FakeTrainer]:
-    run_dir = tmp_path_factory.mktemp("values") / "run"
+@pytest.fixture
+def blend_run(tmp_path: Path) -> tuple[Path, dict, loopkit.FakeTrainer]:
+    # function-scoped on purpose: mutmut maps each function to the tests that ran it, and a
+    # module-scoped run would be credited to the first test alone
+    run_dir = tmp_path / "run"
     summary, trainer = run(run_dir)
     return run_dir, summary, trainer
 

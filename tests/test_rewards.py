@@ -185,6 +185,10 @@ def test_solution_strings():
         "up left",
     ]
     assert solution_strings("\\boxed{unclosed") == ["\\boxed{unclosed"]
+    # every box, the middle ones included; exactly MIN_LEAK_CHARS (3) characters is searched
+    three = "\\boxed{aaa} \\boxed{bbb} \\boxed{ccc}"
+    assert solution_strings(three)[1:] == ["aaa", "bbb", "ccc"]
+    assert hint_gate("then bbb wins", [three], 0.5) == LEAK + "'bbb'"
 
 
 # -- designer reward variants --------------------------------------------------------------------
