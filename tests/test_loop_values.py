@@ -48,7 +48,7 @@ from scripted import ScriptedPolicy, decode
 from spade.backends.base import Message
 from spade.config import DesignConfig, PlayConfig
 from spade.loop import Models
-from spade.prompts import designer_reply
+from spade.prompts import HINT_SYSTEM, designer_reply
 from spade.rewards import INVALID_DESIGN_REWARD
 from spade.train import train
 from spade.types import env_id_of
@@ -75,14 +75,19 @@ PLAN = {
 class Designer:
     """Replies per skill in call order (the loop samples the four prompts in one batch)."""
 
-    def __init__(self, plan: dict[str, list[str]]) -> None:
-        self.plan = plan
+    def __init__(self, plan: dict[str, list[str]], hint: str = "Read the first line.") -> None:
+        self.plan, self.hint = plan, hint
         self.count = dict.fromkeys(plan, 0)
+        self.prompts: list[tuple[str, str]] = []  # (system, user) of every Designer call
 
     def __call__(self, messages: Sequence[Message]) -> str:
-        if "Environment Designer" not in str(messages[0].get("content", "")):
+        system = str(messages[0].get("content", ""))
+        if system == HINT_SYSTEM:  # the separate hint call (paper mode)
+            return f"HINT: {self.hint}"
+        if "Environment Designer" not in system:
             return loopkit.agent_reply(messages)
         user = str(messages[-1].get("content", ""))
+        self.prompts.append((system, user))
         skill = next(s for s in self.plan if s in user)
         replies = self.plan[skill]
         self.count[skill] += 1
@@ -95,9 +100,10 @@ def run(
     iterations: int = 2,
     designer_reward: str = "blend",
     active_envs: int = 3,
+    designer: Designer | None = None,
     **design: object,
 ) -> tuple[dict, loopkit.FakeTrainer]:
-    policy = ScriptedPolicy(Designer(plan))
+    policy = ScriptedPolicy(designer or Designer(plan))
     trainer = loopkit.FakeTrainer()
     cfg = loopkit.small_config(
         run_dir,
@@ -143,14 +149,17 @@ def test_design_attempts_and_their_outcomes(blend_run) -> None:
     assert first["valid_design_rate"] == 0.75 and first["skill_mix"] == {S1: 2, S2: 2}
     got = rows(
         run_dir,
-        "SELECT skill, attempt, env_id, admitted, reward FROM design_attempts ORDER BY attempt",
+        "SELECT iteration, regen, skill, attempt, env_id, admitted, reward FROM design_attempts"
+        " ORDER BY attempt",
     )
     assert got == [
-        (S1, 0, env_id_of(ALPHA), 1, 1.0),
-        (S2, 1, env_id_of(GAMMA), 1, pytest.approx(0.6)),
-        (S1, 2, None, 0, INVALID_DESIGN_REWARD),
-        (S2, 3, env_id_of(DELTA), 1, 1.0),
+        (1, 0, S1, 0, env_id_of(ALPHA), 1, 1.0),
+        (1, 0, S2, 1, env_id_of(GAMMA), 1, pytest.approx(0.6)),
+        (1, 0, S1, 2, None, 0, INVALID_DESIGN_REWARD),
+        (1, 0, S2, 3, env_id_of(DELTA), 1, 1.0),
     ]
+    regens = rows(run_dir, "SELECT DISTINCT regen FROM designer_rewards")
+    assert regens == [(0,)]
 
 
 def test_regret_blend_and_hint_gate_per_design(blend_run) -> None:
@@ -309,3 +318,45 @@ def test_the_active_set_is_new_designs_then_a_seeded_sample(tmp_path: Path) -> N
         "SELECT iteration, COUNT(DISTINCT env_id), SUM(hinted) FROM episodes GROUP BY iteration",
     )
     assert played == [(1, 3, 12), (2, 2, 0), (3, 2, 0)]
+
+
+def _document_part(user: str) -> str:
+    """The user prompt after its task line: the grounding document comes first."""
+    return user.split("\n\n", 1)[1][:300]
+
+
+def test_design_prompts_are_seeded_grounded_and_show_the_pool(tmp_path: Path) -> None:
+    # two regenerations (iterations 1 and 3) with grounding and the paper's full prompt
+    designer = Designer(PLAN)
+    run(tmp_path / "a", iterations=3, designer=designer, grounding=True, prompt_budget_chars=None)
+    first, second = designer.prompts[:4], designer.prompts[4:]
+    assert len(first) == len(second) == 4
+    # each regeneration draws its own documents (seeded by iteration)
+    assert [_document_part(u) for _, u in first] != [_document_part(u) for _, u in second]
+    # regeneration 1 shows exemplars from the pool (same skill, win rate 0.5 in [0.15, 0.85])
+    assert not any("class AlphaEnv" in u or "class DeltaEnv" in u for _, u in first)
+    assert any("class AlphaEnv" in u for _, u in second[::2])  # S1's prompts
+    assert any("class GammaEnv" in u or "class DeltaEnv" in u for _, u in second[1::2])
+    # the same run again asks for exactly the same
+    again = Designer(PLAN)
+    run(tmp_path / "b", iterations=3, designer=again, grounding=True, prompt_budget_chars=None)
+    assert again.prompts == designer.prompts
+    # under the default 1500-character budget the document is cut to fit
+    capped = Designer(PLAN)
+    run(tmp_path / "c", iterations=1, designer=capped, grounding=True)
+    assert all(len(system) + len(user) <= 1500 for system, user in capped.prompts)
+    assert max(len(s) + len(u) for s, u in first) > 1500
+
+
+def test_separate_hint_mode_takes_the_hint_from_its_own_call(tmp_path: Path) -> None:
+    code_only = {S1: [f"```python\n{ALPHA}```"], S2: [f"```python\n{DELTA}```", "no code"]}
+    designer = Designer(code_only, hint="Look at the first line.")
+    run(tmp_path / "run", plan=code_only, iterations=1, designer=designer, separate_hint=True)
+    hints = rows(tmp_path / "run", "SELECT env_id, hint FROM programs ORDER BY env_id")
+    assert hints == sorted(
+        [
+            (env_id_of(ALPHA), "Look at the first line."),
+            (env_id_of(DELTA), "Look at the first line."),
+        ]
+    )
+    assert all("HINT:" not in user for _, user in designer.prompts)  # code-only format asked
