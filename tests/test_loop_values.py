@@ -360,3 +360,17 @@ def test_separate_hint_mode_takes_the_hint_from_its_own_call(tmp_path: Path) -> 
         ]
     )
     assert all("HINT:" not in user for _, user in designer.prompts)  # code-only format asked
+
+
+def test_a_mastered_design_is_shown_as_the_negative_example(tmp_path: Path) -> None:
+    # EASY shows the Agent an even seed every time: won 8 of 8 plain plays -> win rate 1 > 0.9,
+    # "too easy"; the next regeneration's S1 prompts name it as the environment not to repeat
+    easy = env("EasyEnv").replace("Seed {self.seed}.", "Seed {self.seed * 2}.")
+    plan = {S1: [designer_reply(easy, "Read the first line.")], S2: ["no code here"]}
+    designer = Designer(plan)
+    run(tmp_path / "run", plan=plan, iterations=3, designer=designer, prompt_budget_chars=None)
+    first, second = designer.prompts[:4], designer.prompts[4:]
+    negative = "Do not write another environment like this one, which was too easy"
+    assert not any(negative in user for _, user in first)
+    assert all(negative in user for _, user in second[::2])  # S1's two prompts
+    assert not any(negative in user for _, user in second[1::2])  # S2 has no such design
