@@ -14,6 +14,10 @@ Every iteration (SPADE.md section 2):
 5. update the policy on both roles' samples (or each role's policy on its own, with
    `--separate-designer`), then checkpoint: trainer state, loop state, pool, metrics.
 
+The pieces live beside it: `spade.admission` (design -> validate -> admit, with retries),
+`spade.windows` (Designer samples scored when their window closes), `spade.rundir` (checkpoint
+and resume).
+
 Departures from the paper's reference, on purpose: generated code only runs in the sandbox; both
 arms of the regret use the same seeds and counts; failed design attempts are trained with the
 lowest reward; the loop state lives in the run directory, and `--resume` continues exactly.

@@ -331,8 +331,9 @@ def test_design_prompts_are_seeded_grounded_and_show_the_pool(tmp_path: Path) ->
     run(tmp_path / "a", iterations=3, designer=designer, grounding=True, prompt_budget_chars=None)
     first, second = designer.prompts[:4], designer.prompts[4:]
     assert len(first) == len(second) == 4
-    # each regeneration draws its own documents (seeded by iteration)
-    assert [_document_part(u) for _, u in first] != [_document_part(u) for _, u in second]
+    # each regeneration draws its own documents (seeded by iteration): already the first pick
+    # differs (a seed shared by all iterations would repeat it)
+    assert _document_part(first[0][1]) != _document_part(second[0][1])
     # regeneration 1 shows exemplars from the pool (same skill, win rate 0.5 in [0.15, 0.85])
     assert not any("class AlphaEnv" in u or "class DeltaEnv" in u for _, u in first)
     assert any("class AlphaEnv" in u for _, u in second[::2])  # S1's prompts
@@ -374,3 +375,27 @@ def test_a_mastered_design_is_shown_as_the_negative_example(tmp_path: Path) -> N
     assert not any(negative in user for _, user in first)
     assert all(negative in user for _, user in second[::2])  # S1's two prompts
     assert not any(negative in user for _, user in second[1::2])  # S2 has no such design
+
+
+def test_design_sampling_is_seeded_per_iteration(tmp_path: Path) -> None:
+    from spade.loop import _seed
+
+    seeds: list[int | None] = []
+    policy = ScriptedPolicy(Designer(PLAN))
+    sample = policy.sample
+
+    def recording(prompts, params):
+        first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
+        if "Environment Designer" in str(first[0].get("content", "")):
+            seeds.append(params.seed)
+        return sample(prompts, params)
+
+    policy.sample = recording  # type: ignore[method-assign]
+    trainer = loopkit.FakeTrainer()
+    cfg = loopkit.small_config(
+        tmp_path / "run",
+        iterations=1,
+        design=DesignConfig(envs_per_regen=2, regen_interval=2, skills=(S1, S2), active_skills=2),
+    )
+    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
+    assert seeds == [_seed(cfg, 1, "design-sample")]
