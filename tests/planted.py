@@ -1,7 +1,7 @@
 """Plant each bug of issue 16's table in the working tree, run the tests that should catch it,
 restore the file. Prints one line per bug; exits 1 if any bug survived.
 
-    python tests/planted.py            # from the repository root, ~2 minutes on 2 cores
+    python tests/planted.py            # from the repository root; 2-7 minutes on 2 cores
 
 Not collected by pytest (no test_ prefix). The working tree must be clean for the planted files:
 each is restored byte for byte afterwards, even on Ctrl-C.
