@@ -267,6 +267,41 @@ def _model_line() -> str:
     )
 
 
+async def solution_lengths(
+    sandbox: Any, programs: Any, seeds: int = 5
+) -> dict[str, dict[int, float]]:
+    """env_id -> difficulty level -> median length of `solution()` over seeds 0..seeds-1 (a level
+    stops at its first failing seed). Every session opened is closed, whatever it raised."""
+    import statistics
+
+    from spade.sandbox import SandboxError
+
+    lengths: dict[str, dict[int, float]] = {}
+    for program in programs:
+        per_level: dict[int, float] = {}
+        for level in program.difficulty_levels() or (0,):
+            kwargs = {"difficulty": level} if level else {}
+            counts = []
+            for seed in range(seeds):
+                try:
+                    session = await sandbox.open(program.code, kwargs=kwargs)
+                except SandboxError:
+                    break
+                try:
+                    await session.reset(seed)
+                    solution = await session.solution()
+                except SandboxError:
+                    break
+                finally:
+                    await session.close()
+                if isinstance(solution, list):
+                    counts.append(len(solution))
+            if counts:
+                per_level[level] = statistics.median(counts)
+        lengths[program.env_id] = per_level
+    return lengths
+
+
 def seeds(
     heldout: bool = False,
     measure: bool = False,
@@ -280,37 +315,18 @@ def seeds(
             per difficulty level.
         json_lines: One JSON object per environment per line.
     """
-    import statistics
-
     from rich.console import Console
     from rich.table import Table
 
     from spade import bundled
-    from spade.sandbox import Sandbox, SandboxError
+    from spade.sandbox import Sandbox
 
     programs = bundled.heldout_programs() if heldout else bundled.seed_programs()
     lengths: dict[str, dict[int, float]] = {}
 
     async def measure_all() -> None:
         async with Sandbox() as sandbox:
-            for program in programs:
-                per_level: dict[int, float] = {}
-                for level in program.difficulty_levels() or (0,):
-                    kwargs = {"difficulty": level} if level else {}
-                    counts = []
-                    for seed in range(5):
-                        try:
-                            session = await sandbox.open(program.code, kwargs=kwargs)
-                            await session.reset(seed)
-                            solution = await session.solution()
-                            await session.close()
-                        except SandboxError:
-                            break
-                        if isinstance(solution, list):
-                            counts.append(len(solution))
-                    if counts:
-                        per_level[level] = statistics.median(counts)
-                lengths[program.env_id] = per_level
+            lengths.update(await solution_lengths(sandbox, programs))
 
     if measure:
         asyncio.run(measure_all())

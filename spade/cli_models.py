@@ -6,6 +6,7 @@ Imported only when one of them runs (they pull in torch through the local backen
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 import sys
@@ -276,10 +277,10 @@ def design_cmd(
     """
     from rich.progress import Progress
 
-    from spade.designer import SkillRotation, design
+    from spade.admission import DesignRequest, design_and_admit
+    from spade.designer import SkillRotation
     from spade.pool import Pool
     from spade.sandbox import Sandbox
-    from spade.validate import validate_many
 
     out.mkdir(parents=True, exist_ok=True)
     policy = _policy_for(model, None, openai_base_url, api_key_env, seed)
@@ -294,59 +295,29 @@ def design_cmd(
         try:
             for rnd in range(max_rounds):
                 rng = random.Random(f"{seed}/{rnd}")
-                attempts = design(
-                    policy,
+                request = DesignRequest(
                     iteration=rnd,
                     regen=rnd,
-                    skills_per_env=rotation.skills_for(rnd, batch),
+                    skills=tuple(rotation.skills_for(rnd, batch)),
                     rng=rng,
-                    documents=documents,
-                    exemplars_for=_exemplars(pool, rng),
                     params=SamplingParams(
                         max_tokens=max_tokens, temperature=temperature, seed=rng.randrange(2**31)
                     ),
+                    limit=count - admitted,
+                    documents=documents,
+                    exemplars_for=_exemplars(pool, rng),
                     budget_chars=prompt_budget_chars,
                 )
-                programs = [a.program for a in attempts if a.program is not None]
-                verdicts = loop.run_until_complete(
-                    validate_many(programs, sandbox, pool=pool.admitted())
-                )
-                by_id = dict(zip((p.env_id for p in programs), verdicts))
+                outcomes = design_and_admit(policy, sandbox, pool, loop.run_until_complete, request)
                 with open(out / "attempts.jsonl", "a") as log:
-                    for a in attempts:
-                        verdict = by_id.get(a.program.env_id) if a.program else None
-                        ok = bool(verdict and verdict.admitted and admitted < count)
-                        if ok and a.program is not None and verdict is not None:
-                            pool.add_program(a.program, verdict, rnd, {"attempt": a.attempt_index})
+                    for o in outcomes:
+                        a = o.attempt
+                        if o.admitted and a.program is not None:
                             name = f"game_{rnd:05d}_{a.attempt_index:03d}_{skill_slug(a.skill)}.py"
                             (out / name).write_text(a.program.code)
                             admitted += 1
                             progress.advance(task)
-                        pool.record_attempt(
-                            rnd,
-                            rnd,
-                            a.skill,
-                            a.attempt_index,
-                            env_id=a.program.env_id if ok and a.program else None,
-                            admitted=ok,
-                            failures=list(verdict.failures)
-                            if verdict
-                            else [a.error or "no program"],
-                        )
-                        log.write(
-                            json.dumps(
-                                {
-                                    "round": rnd,
-                                    "skill": a.skill,
-                                    "attempt": a.attempt_index,
-                                    "admitted": ok,
-                                    "hint": a.program.hint if a.program else None,
-                                    "error": a.error,
-                                    "verdict": verdict.to_json() if verdict else None,
-                                }
-                            )
-                            + "\n"
-                        )
+                        log.write(json.dumps(_attempt_line(rnd, o)) + "\n")
                 if admitted >= count:
                     break
         finally:
@@ -354,6 +325,20 @@ def design_cmd(
             loop.close()
     console.print(f"{admitted} environments admitted into {out}")
     return 0 if admitted >= count else 1
+
+
+def _attempt_line(rnd: int, outcome: Any) -> dict[str, Any]:
+    a = outcome.attempt
+    return {
+        "round": rnd,
+        "skill": a.skill,
+        "attempt": a.attempt_index,
+        "admitted": outcome.admitted,
+        "hint": a.program.hint if a.program else None,
+        "error": a.error,
+        "verdict": outcome.verdict.to_json() if outcome.verdict else None,
+        "failures": [dataclasses.asdict(f) for f in outcome.failures],
+    }
 
 
 # --- bootstrap --------------------------------------------------------------------------------

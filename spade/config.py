@@ -68,6 +68,11 @@ class DesignConfig:
     """Ask for the hint in a second call in which the policy reads its code (the paper's mode)."""
     grounding: bool = True
     """Ground each design attempt in a random document of the bundled corpus."""
+    max_attempts: int = 1
+    """Attempts per requested environment: a slot whose attempt fails (no code, invalid,
+    rejected) is asked again, up to this many times (paper 5). Every attempt is a Designer
+    sample. The small recipe keeps 1: the tiny model's attempts mostly fail, each retry is another
+    batch of sampling, and a failed attempt is trained (with the lowest reward) anyway."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,6 +190,7 @@ PAPER_GAMES = TrainConfig(
         active_skills=3,
         max_tokens=8192,
         prompt_budget_chars=None,
+        max_attempts=5,
     ),
     play=PlayConfig(plays_per_env=8, active_envs=64, max_turns=25, max_tokens=4096),
     model=ModelConfig(model="Qwen/Qwen3-4B", max_context_tokens=32768, threads=None),

@@ -37,6 +37,7 @@ from spade.backends.base import Completion, Policy, Prompt, SamplingParams
 from spade.prompts import (
     MAX_EXEMPLARS,
     MAX_HINT_CHARS,
+    DesignerPrompt,
     designer_prompt,
     hint_messages,
 )
@@ -66,6 +67,8 @@ class Extraction:
     hint: str
     error: str | None
     """None when both code and hint (if required) were found."""
+    cut_off: bool = False
+    """The reply ended inside its code block (no closing fence)."""
 
     @property
     def ok(self) -> bool:
@@ -117,7 +120,7 @@ def extract_design(reply: str, *, require_hint: bool = True) -> Extraction:
         body = "\n".join(lines[i + 1 : body_end])
         if tag in PYTHON_TAGS or (not tag and "class" in body):
             if close is None:
-                return Extraction(None, "", "reply cut off (no closing fence)")
+                return Extraction(None, "", "reply cut off (no closing fence)", cut_off=True)
             return _with_hint(body, lines[close + 1 :], require_hint)
         if close is None:
             break
@@ -212,10 +215,6 @@ class DesignAttempt:
     hint_completion: Completion | None = None
     """The separate hint call (paper mode) when it was made; not trained."""
 
-    @property
-    def source(self) -> str:
-        return attempt_source(self.iteration, self.skill, self.attempt_index)
-
 
 def attempt_source(iteration: int, skill: str, attempt_index: int) -> str:
     return f"design:it{iteration}/{skill_slug(skill)}/{attempt_index}"
@@ -259,7 +258,6 @@ def design(
     difficulty_word: str = "medium",
     budget_chars: int | None = None,
     separate_hint: bool = False,
-    hint_params: SamplingParams | None = None,
     first_attempt: int = 0,
 ) -> list[DesignAttempt]:
     """One design attempt per entry of `skills_per_env`, in order; see the module docstring.
@@ -267,42 +265,28 @@ def design(
     `exemplars_for(skill)` may return more than `MAX_EXEMPLARS` programs (for example the top 10
     by regret): they are shuffled with `rng` and the first two shown, i.e. 2 sampled from them.
     Attempt i is numbered `first_attempt + i` (pass a running count when retrying within an
-    iteration so sources stay unique). `hint_params` defaults to `params` capped at
-    `HINT_MAX_TOKENS` tokens.
+    iteration so sources stay unique; `spade.admission` does). The separate hint call samples
+    with `params` capped at `HINT_MAX_TOKENS` tokens.
     """
     if not skills_per_env:
         return []
-    rendered = []
-    for skill in skills_per_env:
-        document = rng.choice(documents) if documents else None
-        exemplars = list(exemplars_for(skill))
-        rng.shuffle(exemplars)
-        rendered.append(
-            designer_prompt(
-                skill,
-                difficulty_word,
-                document,
-                exemplars[:MAX_EXEMPLARS],
-                negative_for(skill),
-                budget_chars,
-                with_hint=not separate_hint,
-            )
+    rendered = [
+        _render(
+            skill,
+            rng,
+            documents,
+            exemplars_for,
+            negative_for,
+            difficulty_word,
+            budget_chars,
+            separate_hint,
         )
+        for skill in skills_per_env
+    ]
     prompts = [Prompt.of(r.messages) for r in rendered]
     completions = _sample(policy, prompts, params)
     extractions = [extract_design(c.text, require_hint=not separate_hint) for c in completions]
-
-    hint_calls: dict[int, tuple[Prompt, Completion]] = {}
-    if separate_hint:
-        todo = [i for i, e in enumerate(extractions) if e.ok and e.code is not None]
-        if todo:
-            if hint_params is None:
-                hint_params = dataclasses.replace(
-                    params, max_tokens=min(params.max_tokens, HINT_MAX_TOKENS)
-                )
-            hint_prompts = [Prompt.of(hint_messages(extractions[i].code or "")) for i in todo]
-            hint_completions = _sample(policy, hint_prompts, hint_params)
-            hint_calls = dict(zip(todo, zip(hint_prompts, hint_completions)))
+    hint_calls = _hint_calls(policy, extractions, params) if separate_hint else {}
 
     attempts = []
     for i, (skill, r, prompt, completion, extraction) in enumerate(
@@ -310,7 +294,7 @@ def design(
     ):
         index = first_attempt + i
         code, hint, error = extraction.code, extraction.hint, extraction.error
-        if error is not None and completion.finish_reason == "length" and "cut off" not in error:
+        if error is not None and completion.finish_reason == "length" and not extraction.cut_off:
             error += " (the reply reached max_tokens)"
         hint_prompt = hint_completion = None
         if i in hint_calls:
@@ -337,3 +321,40 @@ def design(
             )
         )
     return attempts
+
+
+def _render(
+    skill: str,
+    rng: random.Random,
+    documents: Sequence[Mapping[str, Any]],
+    exemplars_for: Callable[[str], Sequence[Program]],
+    negative_for: Callable[[str], NegativeExample | None],
+    difficulty_word: str,
+    budget_chars: int | None,
+    separate_hint: bool,
+) -> DesignerPrompt:
+    """One Designer prompt; draws from `rng` in a fixed order: the document, then the shuffle."""
+    document = rng.choice(documents) if documents else None
+    exemplars = list(exemplars_for(skill))
+    rng.shuffle(exemplars)
+    return designer_prompt(
+        skill,
+        difficulty_word,
+        document,
+        exemplars[:MAX_EXEMPLARS],
+        negative_for(skill),
+        budget_chars,
+        with_hint=not separate_hint,
+    )
+
+
+def _hint_calls(
+    policy: Policy, extractions: Sequence[Extraction], params: SamplingParams
+) -> dict[int, tuple[Prompt, Completion]]:
+    """Paper mode: one batched hint call for the replies whose code was extracted, by index."""
+    todo = [i for i, e in enumerate(extractions) if e.ok and e.code is not None]
+    if not todo:
+        return {}
+    hint_params = dataclasses.replace(params, max_tokens=min(params.max_tokens, HINT_MAX_TOKENS))
+    hint_prompts = [Prompt.of(hint_messages(extractions[i].code or "")) for i in todo]
+    return dict(zip(todo, zip(hint_prompts, _sample(policy, hint_prompts, hint_params))))

@@ -480,16 +480,6 @@ class Pool:
         )
         return [self._program(r) for r in rows]
 
-    def active(self, iteration: int, limit: int) -> list[Program]:
-        """The environments to play at `iteration`: the `limit` most recent admitted programs
-        created at or before it, most recent first."""
-        rows = self._conn.execute(
-            """SELECT * FROM programs WHERE admitted = 1 AND created_iteration <= ?
-            ORDER BY created_iteration DESC, seq DESC LIMIT ?""",
-            (int(iteration), int(limit)),
-        )
-        return [self._program(r) for r in rows]
-
     def _episode_filter(
         self,
         env_id: str,
@@ -501,20 +491,6 @@ class Pool:
         lo = -(2**62) if since_iteration is None else int(since_iteration)
         hi = 2**62 if until_iteration is None else int(until_iteration)
         return where, (env_id, int(hinted), lo, hi)
-
-    def win_rate(
-        self,
-        env_id: str,
-        since_iteration: int | None = None,
-        hinted: bool = False,
-        *,
-        until_iteration: int | None = None,
-    ) -> float | None:
-        """Fraction of plays won (return > 0) in iterations [since, until]; None if none."""
-        where, args = self._episode_filter(env_id, hinted, since_iteration, until_iteration)
-        row = self._conn.execute(f"SELECT {_WIN_RATE_SQL} AS w FROM episodes WHERE {where}", args)
-        value = row.fetchone()["w"]
-        return None if value is None else float(value)
 
     def returns(
         self,
@@ -653,18 +629,6 @@ class Pool:
         return {
             t: self._conn.execute(f"SELECT COUNT(*) AS n FROM {t}").fetchone()["n"] for t in TABLES
         }
-
-    def latest_iteration(self) -> int | None:
-        """The highest iteration anything was recorded at; None for an empty pool."""
-        row = self._conn.execute(
-            """SELECT MAX(it) AS it FROM (
-                SELECT MAX(created_iteration) AS it FROM programs
-                UNION ALL SELECT MAX(iteration) FROM design_attempts
-                UNION ALL SELECT MAX(iteration) FROM episodes
-                UNION ALL SELECT MAX(iteration) FROM designer_rewards
-                UNION ALL SELECT MAX(iteration) FROM bands)"""
-        ).fetchone()
-        return row["it"]
 
     def export_rows(self, page: int = 256) -> Iterator[dict[str, Any]]:
         """One dict per stored program (admitted or not), in insertion order: its fields,

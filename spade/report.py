@@ -31,6 +31,7 @@ import numpy as np
 
 from spade.evaluate import wilson
 from spade.pool_io import ReadOnlyPool, export_rows
+from spade.rundir import atomic_write_text
 from spade.validate import shingles
 
 PLAIN, HINTED = "#1f77b4", "#ff7f0e"
@@ -705,7 +706,5 @@ def build_report(run_dir: Path, out: Path | None = None, top: int = 10) -> Path:
     run = load_run(run_dir)
     page = render_html(run, draw(run, out), top)
     path = out / "report.html"
-    tmp = out / "report.html.tmp"
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, page)
     return path

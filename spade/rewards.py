@@ -40,8 +40,6 @@ pure regret in [0, 2] (returns lie in [-1, 1]), so invalid attempts always get a
 advantage within their (skill, regen) group whenever a valid design shares it.
 """
 
-HINT_MAX_CHARS = 600
-"""Longest accepted hint, in characters."""
 MIN_LEAK_CHARS = 3
 """Solution strings shorter than this are not searched for in hints: one- or two-character
 answers ("7", "A", "no") occur in ordinary prose by chance and would reject honest hints."""
@@ -202,15 +200,16 @@ def _normalise(text: str) -> str:
 def hint_gate(hint: str, solution_replies: Sequence[str], plain_win_rate: float) -> str | None:
     """None if the hint may earn regret reward, else the first reason it may not.
 
-    Gates, in order: non-empty; at most HINT_MAX_CHARS characters; no code fence; does not
-    contain any solution reply, nor its `\\boxed{}` / `<answer>` content, verbatim (ignoring
-    case and whitespace runs; strings shorter than MIN_LEAK_CHARS are not searched); the plain
-    win rate lies in REGRET_ELIGIBLE_PLAIN_WIN_RATE.
+    Gates, in order: non-empty; no code fence; does not contain any solution reply, nor its
+    `\\boxed{}` / `<answer>` content, verbatim (ignoring case and whitespace runs; strings
+    shorter than MIN_LEAK_CHARS are not searched); the plain win rate lies in
+    REGRET_ELIGIBLE_PLAIN_WIN_RATE.
+
+    The length cap (600 characters, SPADE.md section 3) is applied where hints are read:
+    `spade.designer` keeps at most `prompts.MAX_HINT_CHARS` characters of a hint.
     """
     if not hint.strip():
         return "hint is empty"
-    if len(hint) > HINT_MAX_CHARS:
-        return f"hint is {len(hint)} characters (at most {HINT_MAX_CHARS})"
     if "```" in hint:
         return "hint contains a code fence"
     norm_hint = _normalise(hint)
@@ -248,26 +247,22 @@ def solve_rate_reward(stats: DesignStats) -> float:
 
 
 class LearningPotential:
-    """Ablation: reward |win_rate - mu_slow(skill)|, with per-skill fast and slow EMAs of the
-    window win rate. In [0, 1].
+    """Ablation: reward |win_rate - mu_slow(skill)|, with a per-skill slow EMA of the window win
+    rate. In [0, 1].
 
-    Calls are stateful and order-dependent: each call returns the reward against the EMAs as
-    they stand, then folds this design's win rate into its skill's EMAs. The first design of a
-    skill initialises both EMAs to its win rate (reward 0: nothing to compare against yet).
-    The fast EMA is kept for reporting (`mu_fast`).
+    Calls are stateful and order-dependent: each call returns the reward against the EMA as it
+    stands, then folds this design's win rate into its skill's EMA. The first design of a skill
+    initialises the EMA to its win rate (reward 0: nothing to compare against yet).
+
+    Ours: the paper keeps a fast EMA beside the slow one, but its reward reads only the slow one,
+    so no fast EMA is kept here (a saved state that still holds one loads; it is ignored).
     """
 
-    def __init__(self, fast_alpha: float = 0.5, slow_alpha: float = 0.05) -> None:
-        for name, alpha in (("fast_alpha", fast_alpha), ("slow_alpha", slow_alpha)):
-            if not 0.0 < alpha <= 1.0:
-                raise ValueError(f"{name} must be in (0, 1], got {alpha}")
-        self.fast_alpha = float(fast_alpha)
+    def __init__(self, slow_alpha: float = 0.05) -> None:
+        if not 0.0 < slow_alpha <= 1.0:
+            raise ValueError(f"slow_alpha must be in (0, 1], got {slow_alpha}")
         self.slow_alpha = float(slow_alpha)
-        self._fast: dict[str, float] = {}
         self._slow: dict[str, float] = {}
-
-    def mu_fast(self, skill: str) -> float | None:
-        return self._fast.get(skill)
 
     def mu_slow(self, skill: str) -> float | None:
         return self._slow.get(skill)
@@ -275,29 +270,20 @@ class LearningPotential:
     def __call__(self, stats: DesignStats) -> float:
         w, skill = stats.win_rate, stats.skill
         if skill not in self._slow:
-            self._fast[skill] = self._slow[skill] = w
+            self._slow[skill] = w
             return 0.0
         reward = abs(w - self._slow[skill])
-        self._fast[skill] += self.fast_alpha * (w - self._fast[skill])
         self._slow[skill] += self.slow_alpha * (w - self._slow[skill])
         return reward
 
     def state_dict(self) -> dict[str, Any]:
         """Plain JSON data; Python floats round-trip exactly through json."""
-        return {
-            "fast_alpha": self.fast_alpha,
-            "slow_alpha": self.slow_alpha,
-            "fast": dict(sorted(self._fast.items())),
-            "slow": dict(sorted(self._slow.items())),
-        }
+        return {"slow_alpha": self.slow_alpha, "slow": dict(sorted(self._slow.items()))}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore what `state_dict` returned (alphas included)."""
-        if set(state["fast"]) != set(state["slow"]):
-            raise ValueError("learning-potential state: fast and slow EMAs cover different skills")
-        fresh = LearningPotential(state["fast_alpha"], state["slow_alpha"])  # validates alphas
-        self.fast_alpha, self.slow_alpha = fresh.fast_alpha, fresh.slow_alpha
-        self._fast = {str(k): float(v) for k, v in state["fast"].items()}
+        """Restore what `state_dict` returned (alpha included)."""
+        fresh = LearningPotential(state["slow_alpha"])  # validates the alpha
+        self.slow_alpha = fresh.slow_alpha
         self._slow = {str(k): float(v) for k, v in state["slow"].items()}
 
 

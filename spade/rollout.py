@@ -14,14 +14,30 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from spade.backends.base import Completion, Policy, Prompt, SamplingParams
+from spade.episode import to_action
 from spade.prompts import agent_messages, observation_message
 from spade.sandbox import Sandbox, SandboxError, Session
-from spade.sandbox.runtime import game_action
 from spade.types import Episode, Program, Turn
+
+
+class EndedBy(str, enum.Enum):
+    """Why an episode ended."""
+
+    TERMINATED = "terminated"
+    """The environment said the episode is over."""
+    TRUNCATED = "truncated"
+    """The environment cut it (its own turn limit)."""
+    TURN_CAP = "turn_cap"
+    """Our `max_turns`."""
+    CONTEXT = "context"
+    """The next prompt would not fit `max_context_tokens`."""
+    ERROR = "error"
+    """The environment failed (load, reset or step); see `Rollout.error`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,8 +54,7 @@ class Rollout:
     request: PlayRequest
     episode: Episode
     completions: tuple[Completion, ...]
-    ended_by: str
-    """"terminated", "truncated" (by the environment), "turn_cap", "context" or "error"."""
+    ended_by: EndedBy
     error: str | None = None
 
     @property
@@ -59,7 +74,7 @@ class _Live:
     first_observation: str = ""
     turns: list[Turn] = dataclasses.field(default_factory=list)
     completions: list[Completion] = dataclasses.field(default_factory=list)
-    ended_by: str | None = None
+    ended_by: EndedBy | None = None
     error: str | None = None
 
 
@@ -69,12 +84,12 @@ async def _start(sandbox: Sandbox, request: PlayRequest, max_turns: int) -> _Liv
             request.program.code, max_turns=max_turns, kwargs=dict(request.kwargs)
         )
     except SandboxError as err:
-        return _Live(request, None, ended_by="error", error=f"load: {err.message}")
+        return _Live(request, None, ended_by=EndedBy.ERROR, error=f"load: {err.message}")
     live = _Live(request, session)
     try:
         observation, _info = await session.reset(request.seed)
     except SandboxError as err:
-        live.ended_by, live.error = "error", f"reset: {err.message}"
+        live.ended_by, live.error = EndedBy.ERROR, f"reset: {err.message}"
         return live
     assert session.info is not None
     live.first_observation = observation
@@ -91,31 +106,31 @@ async def _step(
     session = live.session
     assert session is not None and session.info is not None and live.prompt is not None
     reply = completion.text
-    action = reply if session.info.kind == "tool" else game_action(reply)
+    action = to_action(session, reply)
     live.completions.append(completion)
     try:
         result = await session.step(action)
     except SandboxError as err:
-        live.ended_by, live.error = "error", f"step {len(live.turns) + 1}: {err.message}"
+        live.ended_by, live.error = EndedBy.ERROR, f"step {len(live.turns) + 1}: {err.message}"
         return
     live.turns.append(
         Turn(reply, action, result.observation, result.reward, result.terminated, result.truncated)
     )
     if result.terminated or result.truncated:
-        live.ended_by = "terminated" if result.terminated else "truncated"
+        live.ended_by = EndedBy.TERMINATED if result.terminated else EndedBy.TRUNCATED
     elif len(live.turns) >= max_turns:
-        live.ended_by = "turn_cap"
+        live.ended_by = EndedBy.TURN_CAP
     else:
         live.prompt = policy.extend(
             live.prompt, completion, [observation_message(result.observation)]
         )
         if room is not None and live.prompt.token_ids is not None:
             if len(live.prompt.token_ids) > room:
-                live.ended_by = "context"
+                live.ended_by = EndedBy.CONTEXT
 
 
 def _finish(live: _Live) -> Rollout:
-    terminated = live.ended_by == "terminated"
+    terminated = live.ended_by is EndedBy.TERMINATED
     episode = Episode(
         live.request.program.env_id,
         live.request.seed,
@@ -125,7 +140,7 @@ def _finish(live: _Live) -> Rollout:
         truncated=not terminated,
     )
     return Rollout(
-        live.request, episode, tuple(live.completions), live.ended_by or "error", live.error
+        live.request, episode, tuple(live.completions), live.ended_by or EndedBy.ERROR, live.error
     )
 
 

@@ -21,9 +21,10 @@ from spade import config as config_io
 from spade.backends.base import Policy, PPOConfig, SamplingParams
 from spade.config import ModelConfig, TrainConfig
 from spade.evaluate import EvalResult, evaluate
-from spade.loop import LoopState, Models, checkpoint, restore, run_iteration
+from spade.loop import Models, run_iteration
 from spade.pool import Pool
 from spade.rewards import make_designer_reward
+from spade.rundir import LoopState, atomic_write_text, checkpoint, restore
 from spade.sandbox import Sandbox
 from spade.types import GAME_SKILLS, TOOL_SKILLS, Program, Verdict
 
@@ -222,9 +223,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n")
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
 
 
 class _Progress:

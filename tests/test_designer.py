@@ -203,7 +203,7 @@ def test_design_samples_once_and_keeps_every_attempt() -> None:
 
     good = attempts[0]
     assert good.program is not None
-    assert good.program.source == "design:it4/optimization/10" == good.source
+    assert good.program.source == "design:it4/optimization/10"
     assert good.program.hint == "Halve the interval." and good.program.skill == "Optimization"
     assert good.program.description == "Guess the number."
     assert good.completion.text == GOOD and good.completion.logprobs is not None

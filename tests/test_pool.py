@@ -32,6 +32,19 @@ def add(pool: Pool, name: str, iteration: int = 0, skill: str = SKILL, admitted:
     return p
 
 
+def latest_iteration(pool: Pool) -> int | None:
+    """The highest iteration anything was recorded at (None for an empty pool)."""
+    tables = {
+        "programs": "created_iteration",
+        "design_attempts": "iteration",
+        "episodes": "iteration",
+        "designer_rewards": "iteration",
+        "bands": "iteration",
+    }
+    union = " UNION ALL ".join(f"SELECT MAX({c}) AS it FROM {t}" for t, c in tables.items())
+    return pool._conn.execute(f"SELECT MAX(it) FROM ({union})").fetchone()[0]
+
+
 def play(pool: Pool, p: Program, wins: int, losses: int, iteration: int = 0, hinted=False):
     """wins plays with return 1, then losses with return 0 (or -1 every other one)."""
     returns = [1.0] * wins + [0.0 if i % 2 else -1.0 for i in range(losses)]
@@ -84,7 +97,7 @@ def test_add_program_round_trip_and_idempotent(pool):
         pool.add_program(prog("b"), verdict, 8, {})
 
 
-def test_admitted_and_active(pool):
+def test_admitted(pool):
     a = add(pool, "a", iteration=0)
     b = add(pool, "b", iteration=0, skill=OTHER)
     add(pool, "rejected", iteration=1, admitted=False)
@@ -92,9 +105,6 @@ def test_admitted_and_active(pool):
     d = add(pool, "d", iteration=4)
     assert pool.admitted() == [a, b, c, d]  # insertion order, rejected left out
     assert pool.admitted(skill=SKILL) == [a, c, d]
-    # most recent first: iteration 4 (d after c), then iteration 0 (b after a)
-    assert pool.active(iteration=4, limit=3) == [d, c, b]
-    assert pool.active(iteration=3, limit=10) == [b, a]  # not yet created at iteration 3
 
 
 def test_record_episodes_idempotent(pool):
@@ -121,18 +131,16 @@ def test_episode_row_of_episode():
         EpisodeRow.of(Episode("e", None, "o", (), True, False), iteration=0, hinted=False)
 
 
-def test_win_rate_returns_and_paired_returns(pool):
+def test_returns_and_paired_returns(pool):
     p = add(pool, "a")
     # iteration 0: returns 1, 1, -1, 0 -> 2 of 4 won; iteration 1: 1 win, 3 losses
     play(pool, p, wins=2, losses=2, iteration=0)
     play(pool, p, wins=1, losses=3, iteration=1)
     play(pool, p, wins=4, losses=0, iteration=1, hinted=True)
-    assert pool.win_rate(p.env_id) == 3 / 8
-    assert pool.win_rate(p.env_id, since_iteration=1) == 1 / 4
-    assert pool.win_rate(p.env_id, until_iteration=0) == 2 / 4
-    assert pool.win_rate(p.env_id, hinted=True) == 1.0
-    assert pool.win_rate(p.env_id, since_iteration=2) is None
-    assert pool.win_rate(prog("never").env_id) is None
+    assert pool.returns(p.env_id, until_iteration=0) == [1.0, 1.0, -1.0, 0.0]
+    assert pool.returns(p.env_id, hinted=True) == [1.0] * 4
+    assert pool.returns(p.env_id, since_iteration=2) == []
+    assert pool.returns(prog("never").env_id) == []
     assert pool.returns(p.env_id, since_iteration=1) == [1.0, -1.0, 0.0, -1.0]
     assert pool.paired_returns(p.env_id, 1) == ([1.0] * 4, [1.0, -1.0, 0.0, -1.0])
     assert pool.paired_returns(p.env_id, 0) == ([], [])  # no hinted arm at iteration 0
@@ -156,7 +164,7 @@ def test_attempts_and_designer_rewards(pool):
     ]
     assert (first["reward"], first["reward_iteration"]) == (-1.0, 4)
     assert (second["reward"], second["reward_iteration"]) == (0.93, 8)  # set by the reward
-    assert pool.latest_iteration() == 8
+    assert latest_iteration(pool) == 8
 
 
 # -- memory and selection ------------------------------------------------------------------------
@@ -302,7 +310,7 @@ def write_iteration(pool: Pool, it: int, *, half: bool = False) -> None:
     if half:  # killed here: hinted plays, rewards and bands never written
         return
     play(pool, p, 3, 1, iteration=it, hinted=True)
-    for env in pool.active(it, limit=10):
+    for env in pool.admitted():
         if env.env_id != p.env_id:
             play(pool, env, 1, 3, iteration=it)
     if it > 1:  # the window of the previous design closes now
@@ -349,7 +357,7 @@ def test_truncate_after_then_rerun_has_no_duplicates(tmp_path):
         write_iteration(pool, 2)
         assert snapshot(pool) == expected
         assert pool.truncate_after(2) == dict.fromkeys(deleted, 0)
-        assert pool.latest_iteration() == 2
+        assert latest_iteration(pool) == 2
 
 
 def test_reopen_from_disk(tmp_path):
@@ -388,7 +396,7 @@ def test_killed_process_leaves_consistent_db(tmp_path):
         assert pool._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         counts = pool.counts()
         assert (counts["programs"], counts["episodes"], counts["design_attempts"]) == (1, 8, 0)
-        assert pool.latest_iteration() == 1
+        assert latest_iteration(pool) == 1
 
 
 def test_export_rows_pages(pool):

@@ -9,7 +9,6 @@ import pytest
 
 from spade.rewards import (
     DESIGNER_REWARDS,
-    HINT_MAX_CHARS,
     INVALID_DESIGN_REWARD,
     DesignStats,
     LearningPotential,
@@ -85,7 +84,11 @@ def test_regret_is_difference_of_means():
 
 @pytest.mark.parametrize(
     ("hinted", "plain", "match"),
-    [([1, 0], [1], "paired"), ([1], [], "both arms"), ([], [], "both arms")],
+    [
+        ([1, 0], [1], r"^regret needs paired arms \(same seeds and counts\): 2 hinted vs 1 plain$"),
+        ([1], [], r"^regret needs both arms: 1 hinted, 0 plain$"),
+        ([], [1], r"^regret needs both arms: 0 hinted, 1 plain$"),
+    ],
 )
 def test_regret_needs_paired_non_empty_arms(hinted, plain, match):
     with pytest.raises(ValueError, match=match):
@@ -113,7 +116,7 @@ def test_plateau(w, expected):
 
 
 def test_plateau_rejects_nan():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"^plateau of NaN$"):
         plateau(float("nan"))
 
 
@@ -149,7 +152,6 @@ LEAK = "hint contains the solution "
     [
         ("", [], 0.5, "hint is empty"),
         ("  \n ", [], 0.5, "hint is empty"),
-        ("x" * (HINT_MAX_CHARS + 1), [], 0.5, "hint is 601 characters (at most 600)"),
         ("use ```python\nprint(1)```", [], 0.5, "hint contains a code fence"),
         ("The answer is 17 BLUE.", ["\\boxed{17 blue}"], 0.5, LEAK + "'17 blue'"),
         ("say   17\nblue", ["\\boxed{17 blue}"], 0.5, LEAK + "'17 blue'"),
@@ -169,7 +171,7 @@ def test_hint_gate_passes(plain_wr):
     # one- and two-character answers are not searched: "7" appears in honest hints by chance
     replies = ["\\boxed{7}", "<answer>12</answer>"]
     assert hint_gate("try 7 first, then 12", replies, plain_wr) is None
-    assert hint_gate("x" * HINT_MAX_CHARS, ["\\boxed{abc}"], plain_wr) is None
+    assert hint_gate("x" * 600, ["\\boxed{abc}"], plain_wr) is None
 
 
 def test_hint_gate_order_first_reason_wins():
@@ -183,6 +185,10 @@ def test_solution_strings():
         "up left",
     ]
     assert solution_strings("\\boxed{unclosed") == ["\\boxed{unclosed"]
+    # every box, the middle ones included; exactly MIN_LEAK_CHARS (3) characters is searched
+    three = "\\boxed{aaa} \\boxed{bbb} \\boxed{ccc}"
+    assert solution_strings(three)[1:] == ["aaa", "bbb", "ccc"]
+    assert hint_gate("then bbb wins", [three], 0.5) == LEAK + "'bbb'"
 
 
 # -- designer reward variants --------------------------------------------------------------------
@@ -215,13 +221,13 @@ def test_solve_rate_reward_ignores_hint():
 
 
 def test_learning_potential_sequence():
-    lp = LearningPotential(fast_alpha=0.5, slow_alpha=0.1)
-    # first design of a skill initialises both EMAs to its win rate 0.5 -> reward 0
+    lp = LearningPotential(slow_alpha=0.1)
+    # first design of a skill initialises its EMA to its win rate 0.5 -> reward 0
     assert lp(stats(window=(1, 0))) == 0.0
-    # w = 1: |1 - 0.5| = 0.5; then slow 0.5 + 0.1 * 0.5 = 0.55, fast 0.5 + 0.5 * 0.5 = 0.75
+    assert lp.mu_slow("Optimization") == 0.5
+    # w = 1: |1 - 0.5| = 0.5; then slow 0.5 + 0.1 * 0.5 = 0.55
     assert lp(stats(window=(1, 1))) == pytest.approx(0.5)
     assert lp.mu_slow("Optimization") == pytest.approx(0.55)
-    assert lp.mu_fast("Optimization") == pytest.approx(0.75)
     # w = 0: |0 - 0.55| = 0.55; slow 0.55 - 0.055 = 0.495
     assert lp(stats(window=(0, 0))) == pytest.approx(0.55)
     assert lp.mu_slow("Optimization") == pytest.approx(0.495)
@@ -237,7 +243,7 @@ def test_learning_potential_state_round_trip_gives_identical_rewards():
         lp(stats(window=window))
         lp(stats(window=window[::-1] + (0,), skill="Spatial Reasoning"))
     state = json.loads(json.dumps(lp.state_dict()))
-    resumed = LearningPotential(fast_alpha=0.9, slow_alpha=0.9)  # overwritten by the state
+    resumed = LearningPotential(slow_alpha=0.9)  # overwritten by the state
     resumed.load_state_dict(state)
     assert resumed.state_dict() == lp.state_dict()
     upcoming = [
@@ -250,10 +256,18 @@ def test_learning_potential_state_round_trip_gives_identical_rewards():
 
 
 def test_learning_potential_rejects_bad_alphas():
-    with pytest.raises(ValueError, match="fast_alpha"):
-        LearningPotential(fast_alpha=0.0)
-    with pytest.raises(ValueError, match="slow_alpha"):
-        LearningPotential(slow_alpha=1.5)
+    for alpha in (0.0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="slow_alpha"):
+            LearningPotential(slow_alpha=alpha)
+    assert LearningPotential(slow_alpha=1.0).slow_alpha == 1.0  # the range is closed at 1
+
+
+def test_learning_potential_loads_a_state_with_the_old_fast_ema():
+    lp = LearningPotential()
+    lp.load_state_dict(
+        {"fast_alpha": 0.5, "slow_alpha": 0.2, "fast": {"A": 1.0}, "slow": {"A": 0.5}}
+    )
+    assert lp.state_dict() == {"slow_alpha": 0.2, "slow": {"A": 0.5}}
 
 
 def test_registry_and_factory():
@@ -287,10 +301,12 @@ def test_designer_scale():
     assert designer_scale(1000, 8, 4) == 50.0  # 500 capped at 50
     assert designer_scale(1000, 8, 4, cap=100.0) == 100.0
     assert designer_scale(64, 0, 4) == 0.0
-    with pytest.raises(ValueError):
-        designer_scale(-1, 8, 4)
-    with pytest.raises(ValueError):
-        designer_scale(64, 8, 0)
+    assert designer_scale(0, 8, 1) == 0.0  # the boundaries are valid inputs
+    assert designer_scale(400, 8, 1) == 50.0  # exactly the cap
+    bad = r"^bad designer_scale inputs: {} agent, {} designer, regen_interval {}$"
+    for args in ((-1, 8, 4), (64, -1, 4), (64, 8, 0)):
+        with pytest.raises(ValueError, match=bad.format(*args)):
+            designer_scale(*args)
 
 
 def test_designer_advantages_centre_per_group():

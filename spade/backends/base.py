@@ -39,7 +39,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 Message = Mapping[str, Any]
 """One chat message, OpenAI style: {"role": "user" (or system, assistant, tool), "content": ...}."""
 
-FinishReason = Literal["stop", "length"]
+FinishReason = Literal["stop", "length", "content_filter", "tool_calls"]
+"""Why a reply ended: a natural stop (end of turn or a stop string), max_tokens, or, from an
+OpenAI-compatible server only, its content filter or a tool call."""
 """`stop`: an end-of-turn token or a stop string ended the reply; `length`: `max_tokens` did."""
 
 
@@ -265,8 +267,6 @@ class PPOConfig:
     """Token budget (padded length x sequences) of one forward/backward micro-batch."""
     num_minibatches: int = 1
     """Optimizer steps per `update` call; the batch is split into this many contiguous chunks."""
-    seed: int = 0
-    """Seeds the trainer's RNG streams (saved and restored with checkpoints)."""
 
     def __post_init__(self) -> None:
         if self.clip_low < 0 or self.clip_high < 0:

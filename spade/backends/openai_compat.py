@@ -6,7 +6,8 @@
 
 Sampling only; no Trainer. What a completion carries depends on the server:
 
-- always: text and finish reason;
+- always: text and finish reason (`stop`, `length`, `content_filter` or `tool_calls`, as the
+  server says; `function_call` reads as `tool_calls`, anything else is an OpenAICompatError);
 - logprobs when the server returns them (`logprobs: true`, standard);
 - token ids only from servers with the vLLM extension (`request_token_ids=True` sends
   `return_token_ids` and reads `prompt_token_ids` / `token_ids`).
@@ -18,8 +19,9 @@ and `episode_sample` refuses it with that reason: such a server is for designing
 The API key is read from the environment variable named in the config when a request is sent; it
 is never stored on the object, put in an exception or logged. Requests run on a thread pool capped
 at `max_concurrency`; connection errors, timeouts, 408/409/429 and 5xx are retried with
-exponential backoff and jitter (honouring Retry-After), other errors fail at once with the
-server's message. Standard library only (urllib), so it adds no dependency.
+exponential backoff and jitter (honouring Retry-After, capped at `max_backoff_s`), other errors
+fail at once with the server's message, and so does a reply that breaks the protocol (not JSON,
+no choices, malformed logprobs). Standard library only (urllib), so it adds no dependency.
 """
 
 from __future__ import annotations
@@ -191,8 +193,17 @@ class OpenAICompatPolicy:
             raise OpenAICompatError(
                 f"{self._url}: malformed reply: {json.dumps(reply)[:300]}"
             ) from None
-        finish: FinishReason = "length" if choice.get("finish_reason") == "length" else "stop"
-        logprobs, token_ids = _parse_logprobs(choice.get("logprobs"))
+        finish = _finish_reason(choice.get("finish_reason"))
+        if finish is None:
+            raise OpenAICompatError(
+                f"{self._url}: unknown finish_reason {choice.get('finish_reason')!r}"
+            )
+        try:
+            logprobs, token_ids = _parse_logprobs(choice.get("logprobs"))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise OpenAICompatError(
+                f"{self._url}: malformed logprobs: {json.dumps(choice.get('logprobs'))[:300]}"
+            ) from None
         completion_ids = choice.get("token_ids") or token_ids
         prompt_ids = reply.get("prompt_token_ids") or choice.get("prompt_token_ids")
         missing = [
@@ -235,6 +246,20 @@ class OpenAICompatPolicy:
             temperature=temperature,
             untrainable_reason=reason,
         )
+
+
+FINISH_REASONS: dict[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "content_filter": "content_filter",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",  # the deprecated name of a tool call
+}
+
+
+def _finish_reason(value: Any) -> FinishReason | None:
+    """The server's finish_reason as ours; None for a value the API does not define."""
+    return FINISH_REASONS.get(value) if isinstance(value, str) else None
 
 
 def _parse_logprobs(block: Any) -> tuple[list[float] | None, list[int] | None]:

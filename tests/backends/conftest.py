@@ -20,8 +20,11 @@ FAKE_SERVER = Path(__file__).with_name("fake_openai_server.py")
 
 @pytest.fixture(scope="session", autouse=True)
 def _model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """Build tiny models into a temporary cache, never the user's."""
-    path = tmp_path_factory.mktemp("spade-cache")
+    """Build tiny models into a temporary cache, never the user's. SPADE_TEST_MODEL_CACHE names a
+    folder to reuse across sessions instead (mutmut runs hundreds of sessions: docs/testing.md)."""
+    reuse = os.environ.get("SPADE_TEST_MODEL_CACHE")
+    path = Path(reuse) if reuse else tmp_path_factory.mktemp("spade-cache")
+    path.mkdir(parents=True, exist_ok=True)
     old = os.environ.get("SPADE_CACHE_DIR")
     os.environ["SPADE_CACHE_DIR"] = str(path)
     yield path

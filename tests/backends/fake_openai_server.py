@@ -9,6 +9,11 @@ Replies are deterministic: the text is "echo: <last user message>" cut to `max_t
 -0.5 - 0.01 * position; with `return_token_ids` the reply carries `prompt_token_ids` (the code
 points of all message contents) and `choices[0].token_ids`, as vLLM does.
 
+`--reply` breaks the successful replies on purpose: `not-json` (a 200 whose body is not JSON),
+`malformed` (JSON without choices), `misaligned` (one token id fewer than logprobs),
+`no-logprob` (logprob entries without their "logprob" field); `--finish R` reports finish
+reason R; `--retry-after S` sends `Retry-After: S` with each --fail-first error.
+
 GET /stats returns {"requests": n, "max_in_flight": m, "auth_seen": [bool...], "seeds": [...]}.
 """
 
@@ -95,7 +100,9 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                 return self._send(
                     args.fail_status,
                     {"error": {"message": "overloaded, try again"}},
-                    {"Retry-After": "0"} if args.fail_status == 429 else None,
+                    {"Retry-After": args.retry_after}
+                    if args.retry_after is not None
+                    else ({"Retry-After": "0"} if args.fail_status == 429 else None),
                 )
             if args.bad_request_model and body.get("model") == args.bad_request_model:
                 return self._send(
@@ -138,6 +145,17 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                     ord(c) for m in messages for c in str(m.get("content", ""))
                 ]
                 choice["token_ids"] = [ord(c) for c in text]
+            if args.finish is not None:
+                choice["finish_reason"] = args.finish
+            if args.reply == "not-json":
+                return self._send(200, "<html>502 Bad Gateway</html>")
+            if args.reply == "malformed":
+                return self._send(200, {"id": "x", "object": "chat.completion"})
+            if args.reply == "misaligned" and "token_ids" in choice:
+                choice["token_ids"] = choice["token_ids"][:-1]
+            if args.reply == "no-logprob" and "logprobs" in choice:
+                for entry in choice["logprobs"]["content"]:
+                    entry.pop("logprob")
             self._send(200, reply)
 
     return Handler
@@ -154,6 +172,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--delay-s", type=float, default=0.0)
     p.add_argument("--no-logprobs", action="store_true")
     p.add_argument("--bad-request-model", default=None)
+    p.add_argument(
+        "--reply", choices=["not-json", "malformed", "misaligned", "no-logprob"], default=None
+    )
+    p.add_argument("--finish", default=None, help="finish_reason of every reply")
+    p.add_argument("--retry-after", default=None, help="Retry-After header of the errors")
     args = p.parse_args(argv)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(State(args)))
     server.daemon_threads = True

@@ -131,3 +131,70 @@ def test_unreachable_server_is_reported():
         port = s.getsockname()[1]
     with pytest.raises(OpenAICompatError, match="gave up after 1 attempts"):
         make(f"http://127.0.0.1:{port}/v1", max_retries=0).sample([CONV], SamplingParams())
+
+
+# --- replies that break the protocol (issue 16) --------------------------------------------------
+
+
+def test_a_200_that_is_not_json_is_an_error_not_a_retry(fake_server):
+    url = fake_server("--reply", "not-json")
+    with pytest.raises(OpenAICompatError, match=r"reply is not JSON: '<html>502 Bad Gateway"):
+        make(url, max_retries=3).sample([CONV], SamplingParams())
+    assert stats(url)["requests"] == 1
+
+
+def test_a_reply_without_choices_is_malformed(fake_server):
+    with pytest.raises(OpenAICompatError, match=r"malformed reply: .*chat.completion"):
+        make(fake_server("--reply", "malformed")).sample([CONV], SamplingParams())
+
+
+def test_misaligned_token_ids_and_logprobs_make_the_completion_untrainable(fake_server):
+    c = make(fake_server("--reply", "misaligned"), request_token_ids=True).sample(
+        [CONV], SamplingParams()
+    )[0]
+    assert c.text == "echo: hello there" and c.logprobs is None
+    assert not c.trainable and "aligned logprobs" in c.untrainable_reason
+    with pytest.raises(ValueError, match="aligned logprobs"):
+        episode_sample([c], 1.0, "agent")
+
+
+def test_a_logprob_entry_without_its_logprob_is_an_openai_error(fake_server):
+    # it used to escape as a bare KeyError('logprob')
+    with pytest.raises(OpenAICompatError, match="malformed logprobs"):
+        make(fake_server("--reply", "no-logprob")).sample([CONV], SamplingParams())
+
+
+@pytest.mark.parametrize(
+    ("server", "ours"),
+    [
+        ("stop", "stop"),
+        ("length", "length"),
+        ("content_filter", "content_filter"),
+        ("tool_calls", "tool_calls"),
+        ("function_call", "tool_calls"),
+    ],
+)
+def test_finish_reasons_are_kept(fake_server, server, ours):
+    c = make(fake_server("--finish", server)).sample([CONV], SamplingParams())[0]
+    assert c.finish_reason == ours
+
+
+def test_an_unknown_finish_reason_is_an_error(fake_server):
+    with pytest.raises(OpenAICompatError, match="unknown finish_reason 'eaten_by_grue'"):
+        make(fake_server("--finish", "eaten_by_grue")).sample([CONV], SamplingParams())
+
+
+def test_retry_after_is_honoured(fake_server):
+    # backoff alone would wait ~0.01 s per retry; Retry-After asks for 0.4 s, twice
+    url = fake_server("--fail-first", "2", "--fail-status", "429", "--retry-after", "0.4")
+    start = time.monotonic()
+    c = make(url, max_retries=3, backoff_s=0.01).sample([CONV], SamplingParams())[0]
+    assert c.text == "echo: hello there" and stats(url)["requests"] == 3
+    assert time.monotonic() - start >= 0.8
+
+
+def test_retry_after_is_capped_by_max_backoff(fake_server):
+    url = fake_server("--fail-first", "1", "--fail-status", "503", "--retry-after", "60")
+    start = time.monotonic()
+    make(url, max_retries=1, max_backoff_s=0.2).sample([CONV], SamplingParams())
+    assert time.monotonic() - start < 5.0

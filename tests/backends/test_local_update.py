@@ -1,0 +1,223 @@
+"""`LocalBackend.update` pinned by value on tiny-test: PPO ratio clipping on both sides (off-policy
+samples with known behaviour logprobs), token-level normalisation, gradient clipping and the
+weight-decay groups. Numbers are derived in the comments; none is read back from the code."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from spade.backends.base import Sample  # noqa: E402
+
+PROMPT_LEN = 3
+
+
+def _sample(n_reply: int, advantage: float, offset: int = 0) -> Sample:
+    """A sequence of PROMPT_LEN untrained tokens then n_reply trained ones (behaviour logprobs
+    filled in later)."""
+    ids = tuple(10 + offset + i for i in range(PROMPT_LEN + n_reply))
+    mask = (0,) * PROMPT_LEN + (1,) * n_reply
+    return Sample(ids, mask, (0.0,) * len(ids), advantage, "agent")
+
+
+def _with_ratios(backend, sample: Sample, ratios: list[float]) -> Sample:
+    """The sample with behaviour logprobs set so that exp(logp_now - logp_old) = ratios[t] for
+    the trained tokens, at the backend's current weights."""
+    now = backend.score([sample])[0]
+    it = iter(ratios)
+    old = tuple(lp - math.log(next(it)) if m else 0.0 for lp, m in zip(now, sample.loss_mask))
+    return Sample(sample.token_ids, sample.loss_mask, old, sample.advantage, "agent")
+
+
+def test_ratio_is_clipped_above_at_1_plus_clip_high_and_below_at_1_minus_clip_low(make_local):
+    backend = make_local(clip_low=0.2, clip_high=0.28, learning_rate=1e-3)
+    # A = +1, ratios 1.5 (above 1.28) and 1.1 (inside): pg = -min(r, clip(r)) = -1.28, -1.1
+    # A = -1, ratios 0.5 (below 0.8) and 0.9 (inside): pg = -min(-r, -clip(r)) = max(r, clip(r))
+    #   = 0.8, 0.9
+    pos = _with_ratios(backend, _sample(2, 1.0), [1.5, 1.1])
+    neg = _with_ratios(backend, _sample(2, -1.0, offset=50), [0.5, 0.9])
+    metrics = backend.update([pos, neg])
+    # token-level mean over the 4 trained tokens
+    assert metrics["pg_loss"] == pytest.approx((-1.28 - 1.1 + 0.8 + 0.9) / 4, abs=1e-5)
+    assert metrics["clip_frac"] == pytest.approx(2 / 4)  # 1.5 with A > 0 and 0.5 with A < 0
+    assert metrics["ratio"] == pytest.approx((1.5 + 1.1 + 0.5 + 0.9) / 4, abs=1e-5)
+
+
+def test_a_clipped_token_gives_no_gradient(make_local):
+    # every token outside the trust region on its advantage's side: the loss is constant in the
+    # weights, so the gradient is exactly 0 and the weights do not move (Adam with zero grads and
+    # zero weight decay)
+    backend = make_local(clip_low=0.2, clip_high=0.28, weight_decay=0.0)
+    before = [p.detach().clone() for p in backend.model.parameters()]
+    pos = _with_ratios(backend, _sample(3, 1.0), [1.5, 2.0, 1.3])
+    neg = _with_ratios(backend, _sample(3, -1.0, offset=50), [0.5, 0.1, 0.79])
+    metrics = backend.update([pos, neg])
+    assert metrics["grad_norm"] == 0.0
+    assert metrics["clip_frac"] == 1.0
+    for p, q in zip(before, backend.model.parameters()):
+        assert torch.equal(p, q)
+
+
+def _grad_norm_of(backend, samples: list[Sample], weights: list[float]) -> float:
+    """Norm of the gradient of -sum_b weights[b] * A_b * sum_t logp_bt (ratio 1 at the start)."""
+    backend.model.zero_grad(set_to_none=True)
+    for s, w in zip(samples, weights):
+        batch = backend._collate([s])
+        logp, _ = backend._logprobs(backend.model, batch)
+        loss = -(w * s.advantage) * (logp * batch["mask"]).sum()
+        loss.backward()
+    norm = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in backend.model.parameters()))
+    backend.model.zero_grad(set_to_none=True)
+    return float(norm)
+
+
+def test_the_loss_is_normalised_per_token_over_the_minibatch(make_local):
+    # a 2-token reply with A = +1 and a 6-token reply with A = -1, on-policy (ratio 1):
+    #   pg per token = -A, pg_loss = (2 * -1 + 6 * +1) / 8 = 0.5
+    #   token-level: every token weighs 1/8; per sequence it would be 1/(2*2) and 1/(2*6)
+    backend = make_local(max_grad_norm=0.0)
+    short = _with_ratios(backend, _sample(2, 1.0), [1.0] * 2)
+    long = _with_ratios(backend, _sample(6, -1.0, offset=50), [1.0] * 6)
+    token_level = _grad_norm_of(backend, [short, long], [1 / 8, 1 / 8])
+    per_sequence = _grad_norm_of(backend, [short, long], [1 / 4, 1 / 12])
+    assert abs(token_level - per_sequence) > 1e-3 * token_level  # the test can tell them apart
+    metrics = backend.update([short, long])
+    assert metrics["pg_loss"] == pytest.approx(0.5, abs=1e-5)
+    assert metrics["trained_tokens"] == 8.0
+    assert metrics["grad_norm"] == pytest.approx(token_level, rel=1e-4)
+
+
+def test_the_gradient_is_clipped_to_max_grad_norm(make_local):
+    # grad_norm reports the norm before clipping; Adam's first moment after one step is
+    # (1 - beta1) * g_clipped, so its norm is 0.1 * min(grad_norm, max_grad_norm)
+    samples = lambda b: [  # noqa: E731
+        _with_ratios(b, _sample(4, 1.0), [1.0] * 4),
+        _with_ratios(b, _sample(4, -1.0, offset=50), [1.0] * 4),
+    ]
+
+    def first_moment_norm(backend) -> float:
+        m = [s["exp_avg"].double() for s in backend.optimizer.state.values()]
+        return float(torch.sqrt(sum((x**2).sum() for x in m)))
+
+    free = make_local(max_grad_norm=0.0)
+    norm = free.update(samples(free))["grad_norm"]
+    assert first_moment_norm(free) == pytest.approx(0.1 * norm, rel=1e-4)
+    cap = norm / 10
+    clipped = make_local(max_grad_norm=cap)
+    assert clipped.update(samples(clipped))["grad_norm"] == pytest.approx(norm, rel=1e-4)
+    assert first_moment_norm(clipped) == pytest.approx(0.1 * cap, rel=1e-3)
+
+
+def test_weight_decay_applies_to_matrices_only(make_local):
+    backend = make_local(weight_decay=0.1, learning_rate=1e-2)
+    named = dict(backend.model.named_parameters())
+    decay, no_decay = backend.optimizer.param_groups
+    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    ids = lambda group: {id(p) for p in group["params"]}  # noqa: E731
+    assert ids(decay) == {id(p) for p in named.values() if p.dim() >= 2}
+    assert ids(no_decay) == {id(p) for p in named.values() if p.dim() < 2}
+    assert ids(no_decay)  # the model has biases / norm weights
+    # behaviour: a zero-advantage sample gives zero gradients, so the only change is decoupled
+    # weight decay, p <- p * (1 - lr * wd) = p * 0.999 on matrices; vectors stay put
+    before = {n: p.detach().clone() for n, p in named.items()}
+    backend.update([_with_ratios(backend, _sample(3, 0.0), [1.0] * 3)])
+    for n, p in named.items():
+        expected = before[n] * (1 - 1e-2 * 0.1) if p.dim() >= 2 else before[n]
+        assert torch.allclose(p, expected, rtol=0, atol=1e-7), n
+
+
+def _state(backend) -> tuple:
+    """Everything a checkpoint must bring back: weights, optimizer state, RNGs, step."""
+    weights = [p.detach().clone() for p in backend.model.parameters()]
+    opt = backend.optimizer.state_dict()
+    moments = [
+        (int(s["step"]), s["exp_avg"].clone(), s["exp_avg_sq"].clone())
+        for s in opt["state"].values()
+    ]
+    return weights, moments, backend._sampler_rng.get_state(), torch.get_rng_state(), backend.step
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    wa, ma, ra, ta, sa = a
+    wb, mb, rb, tb, sb = b
+    return (
+        len(wa) == len(wb)
+        and all(torch.equal(x, y) for x, y in zip(wa, wb))
+        and len(ma) == len(mb)
+        and all(
+            i == j and torch.equal(x, y) and torch.equal(u, v)
+            for (i, x, u), (j, y, v) in zip(ma, mb)
+        )
+        and torch.equal(ra, rb)
+        and torch.equal(ta, tb)
+        and sa == sb
+    )
+
+
+def _batch(backend, advantage: float = 1.0) -> list[Sample]:
+    return [
+        _with_ratios(backend, _sample(4, advantage), [1.0] * 4),
+        _with_ratios(backend, _sample(3, -advantage, offset=40), [1.0] * 3),
+    ]
+
+
+def test_save_and_load_restore_weights_optimizer_rngs_and_step(make_local, tmp_path):
+    from spade.backends import SamplingParams
+
+    a = make_local(seed=1, learning_rate=1e-2)
+    a.update(_batch(a))
+    a.sample([[{"role": "user", "content": "hi"}]], SamplingParams(max_tokens=3))  # moves its RNG
+    a.save(tmp_path / "ckpt")
+    saved = _state(a)
+    b = make_local(seed=2, learning_rate=1e-2)  # other weights, other RNG streams
+    torch.manual_seed(123)
+    assert not _same(_state(b), saved)
+    b.load(tmp_path / "ckpt")
+    assert _same(_state(b), saved)
+    assert b.step == 1
+    # and both continue identically: the same update, the same unseeded sample
+    batch = _batch(a)
+    a.update(batch)
+    b.update(batch)
+    assert _same(_state(a), _state(b))
+    prompt = [[{"role": "user", "content": "go"}]]
+    assert a.sample(prompt, SamplingParams(max_tokens=6)) == b.sample(
+        prompt, SamplingParams(max_tokens=6)
+    )
+
+
+def test_load_refuses_a_checkpoint_of_other_weights(make_local, tmp_path):
+    a = make_local()
+    a.save(tmp_path / "ckpt")
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(tmp_path / "ckpt" / "weights.safetensors"))
+    name = sorted(tensors)[0]
+    tensors["not.a.weight"] = tensors.pop(name)
+    save_file(tensors, str(tmp_path / "ckpt" / "weights.safetensors"))
+    with pytest.raises(ValueError, match=r"does not match the model: missing \['" + name):
+        make_local().load(tmp_path / "ckpt")
+
+
+def test_sft_step_takes_the_mean_nll_of_the_trained_tokens(make_local):
+    # nll = -(sum of the trained tokens' logprobs) / (number of trained tokens), at temperature 1
+    backend = make_local(learning_rate=1e-2, max_grad_norm=1.0)
+    samples = [_sample(4, 0.0), _sample(2, 0.0, offset=30)]
+    scores = backend.score(samples)
+    trained = [lp for s, sc in zip(samples, scores) for lp, m in zip(sc, s.loss_mask) if m]
+    assert len(trained) == 6
+    out = backend.sft_step(samples)
+    assert out["nll"] == pytest.approx(-sum(trained) / 6, rel=1e-5)
+    assert out["trained_tokens"] == 6.0 and backend.step == 1
+    assert out["grad_norm"] > 0
+    m = [s["exp_avg"].double() for s in backend.optimizer.state.values()]
+    clipped = min(out["grad_norm"], 1.0)  # first moment = 0.1 * the clipped gradient
+    assert float(torch.sqrt(sum((x**2).sum() for x in m))) == pytest.approx(0.1 * clipped, rel=1e-3)
+    after = backend.score(samples)
+    new = [lp for s, sc in zip(samples, after) for lp, m in zip(sc, s.loss_mask) if m]
+    assert sum(new) > sum(trained)  # the step raised the likelihood of the targets
+    with pytest.raises(ValueError, match="trained tokens"):
+        backend.sft_step([Sample((1, 2), (0, 0), (0.0, 0.0), 0.0, "agent")])

@@ -1,0 +1,157 @@
+"""Design -> validate -> admit, shared by the loop and `spade design`: verdicts by position,
+retries up to `max_attempts` per slot, the admission limit, the failures recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import loopkit
+import pytest
+from scripted import ScriptedPolicy
+
+from spade import cli_models
+from spade.admission import COUNT_REACHED, DesignRequest, design_and_admit
+from spade.backends.base import Message, SamplingParams
+from spade.pool import Pool
+from spade.prompts import designer_reply
+from spade.sandbox import Sandbox, SandboxConfig
+from spade.types import env_id_of
+from spade.validate import ValidatorConfig
+
+SKILL = "Magic Numbers"
+ALPHA = designer_reply(loopkit.MAGIC_ENV.replace("MagicEnv", "AlphaEnv"), "First line.")
+BETA = designer_reply(loopkit.MAGIC_ENV.replace("MagicEnv", "BetaEnv"), "First line.")
+GARBAGE = "no code here"
+LOOSE = ValidatorConfig(probe_seeds=1, solution_seeds=1, near_duplicate_threshold=1.01)
+
+
+class Batches:
+    """The i-th sampling call gets the i-th list of replies (one per prompt, in order)."""
+
+    def __init__(self, batches: Sequence[Sequence[str]]) -> None:
+        self.batches, self.calls = [list(b) for b in batches], 0
+        self.policy = ScriptedPolicy(self.reply)
+        self.seeds: list[int | None] = []
+
+    def reply(self, messages: Sequence[Message]) -> str:
+        batch = self.batches[min(self.calls, len(self.batches) - 1)]
+        return batch.pop(0)
+
+    def sample(self, prompts, params: SamplingParams):
+        self.seeds.append(params.seed)
+        out = self.policy.sample(prompts, params)
+        self.calls += 1
+        return out
+
+    def extend(self, prompt, completion, messages):  # pragma: no cover - never multi-turn
+        return self.policy.extend(prompt, completion, messages)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[tuple[Pool, Sandbox, asyncio.AbstractEventLoop]]:
+    loop = asyncio.new_event_loop()
+    sandbox = Sandbox(SandboxConfig(warm_workers=1))
+    loop.run_until_complete(sandbox.start())
+    with Pool(tmp_path / "pool.sqlite") as pool:
+        yield pool, sandbox, loop
+    loop.run_until_complete(sandbox.aclose())
+    loop.close()
+
+
+def _request(n: int, **kw: object) -> DesignRequest:
+    return DesignRequest(
+        iteration=1,
+        regen=0,
+        skills=(SKILL,) * n,
+        rng=random.Random(0),
+        params=SamplingParams(max_tokens=64, seed=11),
+        validator=LOOSE,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_each_attempt_gets_its_own_verdict(env) -> None:
+    pool, sandbox, loop = env
+    policy = Batches([[ALPHA, ALPHA, GARBAGE]])
+    outcomes = design_and_admit(
+        policy, sandbox, pool, loop.run_until_complete, _request(3, failed_reward=-1.0)
+    )
+    assert [o.admitted for o in outcomes] == [True, False, False]
+    assert outcomes[0].env_id == env_id_of(ALPHA.split("```python\n")[1].split("```")[0])
+    assert [f.check for f in outcomes[1].failures] == ["duplicate"]
+    assert [(f.check, f.reason) for f in outcomes[2].failures] == [("design", "no code block")]
+    rows = pool.attempts(1)
+    assert [(r["attempt"], r["admitted"], r["reward"]) for r in rows] == [
+        (0, True, None),
+        (1, False, -1.0),
+        (2, False, -1.0),
+    ]
+    assert len(pool.admitted()) == 1
+
+
+def test_a_failed_slot_is_retried_up_to_max_attempts(env) -> None:
+    pool, sandbox, loop = env
+    # round 0: slot 0 fails, slot 1 admitted; round 1: slot 0 fails again; round 2: admitted
+    policy = Batches([[GARBAGE, ALPHA], [GARBAGE], [BETA], [GARBAGE]])
+    outcomes = design_and_admit(
+        policy, sandbox, pool, loop.run_until_complete, _request(2, max_attempts=5)
+    )
+    assert [(o.attempt.attempt_index, o.admitted) for o in outcomes] == [
+        (0, False),
+        (1, True),
+        (2, False),
+        (3, True),
+    ]
+    assert policy.calls == 3  # stops once every slot is filled, before the 5th attempt
+    assert len(set(policy.seeds)) == 3  # each retry samples with its own seed
+    assert policy.seeds[0] == 11
+
+
+def test_one_attempt_per_slot_by_default(env) -> None:
+    pool, sandbox, loop = env
+    policy = Batches([[GARBAGE, GARBAGE], [ALPHA, ALPHA]])
+    outcomes = design_and_admit(policy, sandbox, pool, loop.run_until_complete, _request(2))
+    assert [o.admitted for o in outcomes] == [False, False] and policy.calls == 1
+    with pytest.raises(ValueError, match="max_attempts"):
+        _request(1, max_attempts=0)
+
+
+def test_the_limit_stops_admitting(env) -> None:
+    pool, sandbox, loop = env
+    policy = Batches([[ALPHA, BETA]])
+    outcomes = design_and_admit(
+        policy, sandbox, pool, loop.run_until_complete, _request(2, limit=1)
+    )
+    assert [o.admitted for o in outcomes] == [True, False]
+    assert outcomes[1].failures == (COUNT_REACHED,)
+
+
+def test_spade_design_uses_the_same_admission(tmp_path: Path, monkeypatch) -> None:
+    # identical code twice in one round: the first is written out, the second is its duplicate
+    # (before, the duplicate's verdict replaced the first one's and both were lost); BETA differs
+    # from ALPHA by a class name only, a near-duplicate under the default validator
+    policy = Batches([[ALPHA, ALPHA, BETA]])
+    monkeypatch.setattr(cli_models, "_policy_for", lambda *a, **k: policy)
+    out = tmp_path / "out"
+    rc = cli_models.design_cmd(out, count=2, skills=(SKILL,), batch=3, max_rounds=1)
+    lines = [json.loads(x) for x in (out / "attempts.jsonl").read_text().splitlines()]
+    assert [x["admitted"] for x in lines] == [True, False, False]
+    assert [[f["check"] for f in x["failures"]] for x in lines] == [
+        [],
+        ["duplicate"],
+        ["near_duplicate"],
+    ]
+    assert [p.name for p in out.glob("game_*.py")] == ["game_00000_000_magic_numbers.py"]
+    assert rc == 1  # 1 of the 2 requested
+
+
+def test_recipes_choose_their_retries() -> None:
+    from spade.config import RECIPES
+
+    assert RECIPES["paper-games"].design.max_attempts == 5  # the paper: up to 5 per slot
+    assert RECIPES["paper-tools"].design.max_attempts == 5
+    assert RECIPES["tiny-cpu"].design.max_attempts == 1

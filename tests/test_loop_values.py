@@ -1,0 +1,401 @@
+"""The Designer and Agent paths of the loop, end to end, pinned to values derived by hand.
+
+One regeneration (iteration 1) over two skills, S1 and S2, four attempts in the order
+[S1, S2, S1, S2] (SkillRotation round robin), with regen_interval 2 so the window closes at
+iteration 2. The scripted Designer writes, per skill, in call order:
+
+    S1 attempt 0: ALPHA, hint "The number is in the first line."          (honest)
+    S2 attempt 1: GAMMA, hint "Answer \\boxed{T0}."  T0 = the answer at seed 0 (leaks the solution)
+    S1 attempt 2: "no code here"                                           (no program: invalid)
+    S2 attempt 3: DELTA, hint "Read the first line."                       (honest)
+
+The scripted Agent (loopkit.agent_reply) wins (return 1) on even seeds or whenever a hint is shown
+and loses (return 0) otherwise. Every environment is played on 4 consecutive seeds base..base+3,
+so exactly two plain plays win, whatever the base:
+
+    plain arm [1, 0, 1, 0] in some order, mean 0.5, win rate 0.5; hinted arm [1, 1, 1, 1], mean 1
+    regret = 1 - 0.5 = 0.5
+    window (iterations 1 and 2, 8 plain plays, all three designs are active both times): win rate
+        0.5, plateau(0.5) = 1
+    hint gate: ALPHA and DELTA pass (non-empty, short, no fence, no solution, plain win rate 0.5
+        in [0.05, 0.95]); GAMMA contains the seed-0 solution "\\boxed{T0}" -> no regret term
+
+    blend = 0.4 * clip(regret / 0.15, 0, 1) * hint_ok + 0.6 * plateau(win rate)
+        ALPHA = 0.4 * 1 + 0.6 * 1 = 1.0;  GAMMA = 0 + 0.6 = 0.6;  DELTA = 1.0;  invalid = -1.0
+
+    Agent z-scores: each plain group [1, 0, 1, 0] has mean 0.5, population std 0.5:
+        (1 - 0.5) / (0.5 + 1e-8) = +1 (to 1e-7), and -1 for the losses; 3 environments x 4 plays
+        = 12 Agent samples in each iteration, none from a hinted play.
+    scale at iteration 2 = min(N_agent / N_designer * regen_interval, 50) = min(12 / 4 * 2, 50) = 6
+    centring per (skill, regen): S1 {ALPHA 1.0, invalid -1.0} mean 0.0; S2 {GAMMA 0.6, DELTA 1.0}
+        mean 0.8
+    Designer advantages = (r - group mean) * 6:
+        ALPHA +6.0, invalid -6.0, GAMMA -1.2, DELTA +1.2
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import loopkit
+import pytest
+from scripted import ScriptedPolicy, decode
+
+from spade.backends.base import Message
+from spade.config import DesignConfig, PlayConfig
+from spade.loop import Models
+from spade.prompts import HINT_SYSTEM, designer_reply
+from spade.rewards import INVALID_DESIGN_REWARD
+from spade.train import train
+from spade.types import env_id_of
+from spade.validate import ValidatorConfig
+
+S1, S2 = "Magic Numbers", "Lucky Numbers"
+T0 = random.Random(0).randint(100, 999)  # MagicEnv's target at seed 0: what solution() says
+
+
+def env(name: str) -> str:
+    return loopkit.MAGIC_ENV.replace("MagicEnv", name)
+
+
+ALPHA, GAMMA, DELTA = env("AlphaEnv"), env("GammaEnv"), env("DeltaEnv")
+PLAN = {
+    S1: [designer_reply(ALPHA, "The number is in the first line."), "no code here"],
+    S2: [
+        designer_reply(GAMMA, f"Answer \\boxed{{{T0}}}."),
+        designer_reply(DELTA, "Read the first line."),
+    ],
+}
+
+
+class Designer:
+    """Replies per skill in call order (the loop samples the four prompts in one batch)."""
+
+    def __init__(self, plan: dict[str, list[str]], hint: str = "Read the first line.") -> None:
+        self.plan, self.hint = plan, hint
+        self.count = dict.fromkeys(plan, 0)
+        self.prompts: list[tuple[str, str]] = []  # (system, user) of every Designer call
+
+    def __call__(self, messages: Sequence[Message]) -> str:
+        system = str(messages[0].get("content", ""))
+        if system == HINT_SYSTEM:  # the separate hint call (paper mode)
+            return f"HINT: {self.hint}"
+        if "Environment Designer" not in system:
+            return loopkit.agent_reply(messages)
+        user = str(messages[-1].get("content", ""))
+        self.prompts.append((system, user))
+        skill = next(s for s in self.plan if s in user)
+        replies = self.plan[skill]
+        self.count[skill] += 1
+        return replies[(self.count[skill] - 1) % len(replies)]
+
+
+def run(
+    run_dir: Path,
+    plan: dict[str, list[str]] = PLAN,
+    iterations: int = 2,
+    designer_reward: str = "blend",
+    active_envs: int = 3,
+    designer: Designer | None = None,
+    **design: object,
+) -> tuple[dict, loopkit.FakeTrainer]:
+    policy = ScriptedPolicy(designer or Designer(plan))
+    trainer = loopkit.FakeTrainer()
+    cfg = loopkit.small_config(
+        run_dir,
+        iterations=iterations,
+        designer_reward=designer_reward,
+        design=DesignConfig(
+            **{  # type: ignore[arg-type]
+                "envs_per_regen": 4,
+                "regen_interval": 2,
+                "skills": (S1, S2),
+                "active_skills": 2,
+                "grounding": False,
+                **design,
+            }
+        ),
+        play=PlayConfig(plays_per_env=4, active_envs=active_envs, max_turns=3),
+        # the three designs differ only in their class name: let them all in
+        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
+    )
+    summary = train(
+        cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print
+    )
+    return summary, trainer
+
+
+def rows(run_dir: Path, sql: str, *args: object) -> list[tuple]:
+    with sqlite3.connect(run_dir / "pool.sqlite") as db:
+        return db.execute(sql, args).fetchall()
+
+
+@pytest.fixture
+def blend_run(tmp_path: Path) -> tuple[Path, dict, loopkit.FakeTrainer]:
+    # function-scoped on purpose: mutmut maps each function to the tests that ran it, and a
+    # module-scoped run would be credited to the first test alone
+    run_dir = tmp_path / "run"
+    summary, trainer = run(run_dir)
+    return run_dir, summary, trainer
+
+
+def test_design_attempts_and_their_outcomes(blend_run) -> None:
+    run_dir, summary, _ = blend_run
+    first = summary["iterations"][0]
+    assert first["valid_design_rate"] == 0.75 and first["skill_mix"] == {S1: 2, S2: 2}
+    got = rows(
+        run_dir,
+        "SELECT iteration, regen, skill, attempt, env_id, admitted, reward FROM design_attempts"
+        " ORDER BY attempt",
+    )
+    assert got == [
+        (1, 0, S1, 0, env_id_of(ALPHA), 1, 1.0),
+        (1, 0, S2, 1, env_id_of(GAMMA), 1, pytest.approx(0.6)),
+        (1, 0, S1, 2, None, 0, INVALID_DESIGN_REWARD),
+        (1, 0, S2, 3, env_id_of(DELTA), 1, 1.0),
+    ]
+    regens = rows(run_dir, "SELECT DISTINCT regen FROM designer_rewards")
+    assert regens == [(0,)]
+
+
+def test_regret_blend_and_hint_gate_per_design(blend_run) -> None:
+    run_dir, summary, _ = blend_run
+    got = {
+        r[0]: r[1:]
+        for r in rows(
+            run_dir,
+            "SELECT env_id, iteration, reward, regret, win_rate, plain_mean, hinted_mean, hint_ok,"
+            " hint_reason FROM designer_rewards",
+        )
+    }
+    assert got == {
+        env_id_of(ALPHA): (2, 1.0, 0.5, 0.5, 0.5, 1.0, 1, None),
+        env_id_of(GAMMA): (
+            2,
+            pytest.approx(0.6),
+            0.5,
+            0.5,
+            0.5,
+            1.0,
+            0,
+            f"hint contains the solution '\\\\boxed{{{T0}}}'",
+        ),
+        env_id_of(DELTA): (2, 1.0, 0.5, 0.5, 0.5, 1.0, 1, None),
+    }
+    second = summary["iterations"][1]
+    assert second["regret"] == 0.5
+    assert second["designer_reward"] == pytest.approx((1.0 + 0.6 - 1.0 + 1.0) / 4)
+    assert second["designer_scale"] == 6.0
+
+
+def _by_role(trainer: loopkit.FakeTrainer, update: int, role: str) -> list:
+    return [s for s in trainer.updates[update] if s.role == role]
+
+
+def test_agent_z_scores_per_group_and_no_hinted_play_is_trained(blend_run) -> None:
+    _, summary, trainer = blend_run
+    assert len(trainer.updates) == 2
+    for update, metrics in zip(range(2), summary["iterations"]):
+        agent = _by_role(trainer, update, "agent")
+        assert metrics["agent_samples"] == len(agent) == 12
+        for sample in agent:
+            text = decode(sample.token_ids)
+            assert "HINT:" not in text  # no hinted rollout reaches the trainer
+            seed = int(text.split("Seed ")[1].split(".")[0])
+            expected = 1.0 if seed % 2 == 0 else -1.0  # even seeds win (see the module doc)
+            assert sample.advantage == pytest.approx(expected, abs=1e-7)
+        # six wins and six losses: three groups of [1, 0, 1, 0]
+        assert sorted(round(s.advantage) for s in agent) == [-1] * 6 + [1] * 6
+
+
+def test_designer_advantages_are_centred_per_skill_and_regen_and_scaled(blend_run) -> None:
+    _, summary, trainer = blend_run
+    assert _by_role(trainer, 0, "designer") == []  # the window is still open at iteration 1
+    designer = _by_role(trainer, 1, "designer")
+    assert summary["iterations"][1]["designer_samples"] == 4
+    # pending samples keep the attempt order: ALPHA, GAMMA, invalid, DELTA
+    assert [s.advantage for s in designer] == pytest.approx([6.0, -1.2, -6.0, 1.2])
+    replies = [decode([t for t, m in zip(s.token_ids, s.loss_mask) if m]) for s in designer]
+    assert "AlphaEnv" in replies[0] and "GammaEnv" in replies[1]
+    assert replies[2] == "no code here" and "DeltaEnv" in replies[3]
+
+
+def test_the_reward_function_named_in_the_config_is_the_one_used(tmp_path: Path) -> None:
+    # pure regret: max(0, regret) if the hint passed its gates, else 0
+    #   ALPHA 0.5, GAMMA 0.0 (gated), DELTA 0.5, invalid -1
+    #   S1 mean (0.5 - 1) / 2 = -0.25 -> ALPHA +0.75 * 6 = 4.5, invalid -4.5
+    #   S2 mean 0.25 -> GAMMA -1.5, DELTA +1.5
+    summary, trainer = run(tmp_path / "run", designer_reward="regret")
+    got = dict(rows(tmp_path / "run", "SELECT env_id, reward FROM designer_rewards"))
+    assert got == {env_id_of(ALPHA): 0.5, env_id_of(GAMMA): 0.0, env_id_of(DELTA): 0.5}
+    designer = _by_role(trainer, 1, "designer")
+    assert [s.advantage for s in designer] == pytest.approx([4.5, -1.5, -4.5, 1.5])
+    assert summary["iterations"][1]["designer_reward"] == pytest.approx((0.5 + 0 - 1 + 0.5) / 4)
+
+
+def test_two_identical_designs_in_one_regen_admit_the_first(tmp_path: Path) -> None:
+    # S1 writes ALPHA twice: attempt 0 is admitted, attempt 2 is its duplicate (verdicts are
+    # matched to attempts by position, not by env_id, so the duplicate cannot overwrite it)
+    plan = {S1: [designer_reply(ALPHA, "The number is in the first line.")], S2: PLAN[S2]}
+    run(tmp_path / "run", plan=plan, iterations=1)
+    got = rows(
+        tmp_path / "run",
+        "SELECT attempt, env_id, admitted, failures FROM design_attempts WHERE skill = ?"
+        " ORDER BY attempt",
+        S1,
+    )
+    assert [(a, e, ok) for a, e, ok, _ in got] == [(0, env_id_of(ALPHA), 1), (2, None, 0)]
+    assert [f["check"] for f in json.loads(got[1][3])] == ["duplicate"]
+    assert rows(tmp_path / "run", "SELECT count(*) FROM programs")[0][0] == 3
+
+
+def test_design_max_attempts_retries_the_failed_slot(tmp_path: Path) -> None:
+    # S1's second slot fails ("no code here") and is asked again: its third reply, BETA
+    beta = env("BetaEnv")
+    plan = {S1: [*PLAN[S1], designer_reply(beta, "First line.")], S2: PLAN[S2]}
+    summary, _ = run(tmp_path / "run", plan=plan, iterations=1, max_attempts=2)
+    got = rows(
+        tmp_path / "run",
+        "SELECT attempt, skill, env_id, admitted FROM design_attempts ORDER BY attempt",
+    )
+    assert got == [
+        (0, S1, env_id_of(ALPHA), 1),
+        (1, S2, env_id_of(GAMMA), 1),
+        (2, S1, None, 0),
+        (3, S2, env_id_of(DELTA), 1),
+        (4, S1, env_id_of(beta), 1),  # the retry
+    ]
+    first = summary["iterations"][0]
+    assert first["design_attempts"] == 5 and first["valid_design_rate"] == 4 / 5
+    state = json.loads((tmp_path / "run" / "state.json").read_text())
+    assert len(state["pending"]) == 5  # every attempt, retried or not, is a Designer sample
+
+
+def test_iteration_metrics(blend_run) -> None:
+    # iteration 1: 3 new designs x 4 plain + 4 hinted plays = 24 episodes of one turn each; the
+    # scripted replies are "I think it is \boxed{NNN}" (25 bytes = 25 tokens) on a win and
+    # "\boxed{0}" (9) on a loss: 6 plain wins, 6 plain losses, 12 hinted wins
+    #   tokens = 18 * 25 + 6 * 9 = 504; iteration 2 (plain only): 6 * 25 + 6 * 9 = 204
+    _, summary, _ = blend_run
+    first, second = summary["iterations"]
+    assert (first["episodes"], second["episodes"]) == (24, 12)
+    assert (first["tokens"], second["tokens"]) == (504, 204)
+    assert first["plain_win_rate"] == second["plain_win_rate"] == 0.5
+    assert (first["hinted_win_rate"], second["hinted_win_rate"]) == (1.0, None)
+    assert first["mean_turns"] == second["mean_turns"] == 1.0
+    assert first["env_errors"] == second["env_errors"] == 0
+    assert (first["design_attempts"], first["solution_errors"]) == (4, 0)
+    assert "design_attempts" not in second  # no regeneration at iteration 2
+    # all three designs are won half the time: the frontier band (0.2 <= w <= 0.8)
+    for m in (first, second):
+        assert m["bands"]["frontier"] == 3 and m["bands"]["mastered"] == 0
+        assert m["bands"]["out_of_reach"] == 0
+        assert set(m["loss"]) == {"shared"}
+        assert m["agent_samples"] == 12
+        # the time split: sampling + environments never exceed the whole
+        assert m["model_seconds"] > 0 and m["env_seconds"] > 0
+        assert m["model_seconds"] + m["env_seconds"] <= m["seconds"] + 1e-6
+        assert m["overhead"] == pytest.approx(
+            (m["seconds"] - m["model_seconds"] - m["env_seconds"]) / m["seconds"]
+        )
+    assert first["loss"]["shared"] == {"loss": 12.0}  # FakeTrainer: the number of samples
+    assert second["loss"]["shared"] == {"loss": 16.0}  # 12 Agent + 4 Designer
+
+
+def test_the_active_set_is_new_designs_then_a_seeded_sample(tmp_path: Path) -> None:
+    # active_envs 2. Iteration 1: all 3 new designs are played (new ones first, even past the
+    # cap), plain and hinted: 24 episodes. Iterations 2 and 3 (iteration 3 redesigns, but the
+    # script repeats and every design is a duplicate): 2 of the 3 pool environments, 8 episodes
+    summary, _ = run(tmp_path / "run", iterations=3, active_envs=2)
+    assert [m["episodes"] for m in summary["iterations"]] == [24, 8, 8]
+    assert summary["iterations"][2]["valid_design_rate"] == 0.0
+    played = rows(
+        tmp_path / "run",
+        "SELECT iteration, COUNT(DISTINCT env_id), SUM(hinted) FROM episodes GROUP BY iteration",
+    )
+    assert played == [(1, 3, 12), (2, 2, 0), (3, 2, 0)]
+
+
+def _document_part(user: str) -> str:
+    """The user prompt after its task line: the grounding document comes first."""
+    return user.split("\n\n", 1)[1][:300]
+
+
+def test_design_prompts_are_seeded_grounded_and_show_the_pool(tmp_path: Path) -> None:
+    # two regenerations (iterations 1 and 3) with grounding and the paper's full prompt
+    designer = Designer(PLAN)
+    run(tmp_path / "a", iterations=3, designer=designer, grounding=True, prompt_budget_chars=None)
+    first, second = designer.prompts[:4], designer.prompts[4:]
+    assert len(first) == len(second) == 4
+    # each regeneration draws its own documents (seeded by iteration): already the first pick
+    # differs (a seed shared by all iterations would repeat it)
+    assert _document_part(first[0][1]) != _document_part(second[0][1])
+    # regeneration 1 shows exemplars from the pool (same skill, win rate 0.5 in [0.15, 0.85])
+    assert not any("class AlphaEnv" in u or "class DeltaEnv" in u for _, u in first)
+    assert any("class AlphaEnv" in u for _, u in second[::2])  # S1's prompts
+    assert any("class GammaEnv" in u or "class DeltaEnv" in u for _, u in second[1::2])
+    # the same run again asks for exactly the same
+    again = Designer(PLAN)
+    run(tmp_path / "b", iterations=3, designer=again, grounding=True, prompt_budget_chars=None)
+    assert again.prompts == designer.prompts
+    # under the default 1500-character budget the document is cut to fit
+    capped = Designer(PLAN)
+    run(tmp_path / "c", iterations=1, designer=capped, grounding=True)
+    assert all(len(system) + len(user) <= 1500 for system, user in capped.prompts)
+    assert max(len(s) + len(u) for s, u in first) > 1500
+
+
+def test_separate_hint_mode_takes_the_hint_from_its_own_call(tmp_path: Path) -> None:
+    code_only = {S1: [f"```python\n{ALPHA}```"], S2: [f"```python\n{DELTA}```", "no code"]}
+    designer = Designer(code_only, hint="Look at the first line.")
+    run(tmp_path / "run", plan=code_only, iterations=1, designer=designer, separate_hint=True)
+    hints = rows(tmp_path / "run", "SELECT env_id, hint FROM programs ORDER BY env_id")
+    assert hints == sorted(
+        [
+            (env_id_of(ALPHA), "Look at the first line."),
+            (env_id_of(DELTA), "Look at the first line."),
+        ]
+    )
+    assert all("HINT:" not in user for _, user in designer.prompts)  # code-only format asked
+
+
+def test_a_mastered_design_is_shown_as_the_negative_example(tmp_path: Path) -> None:
+    # EASY shows the Agent an even seed every time: won 8 of 8 plain plays -> win rate 1 > 0.9,
+    # "too easy"; the next regeneration's S1 prompts name it as the environment not to repeat
+    easy = env("EasyEnv").replace("Seed {self.seed}.", "Seed {self.seed * 2}.")
+    plan = {S1: [designer_reply(easy, "Read the first line.")], S2: ["no code here"]}
+    designer = Designer(plan)
+    run(tmp_path / "run", plan=plan, iterations=3, designer=designer, prompt_budget_chars=None)
+    first, second = designer.prompts[:4], designer.prompts[4:]
+    negative = "Do not write another environment like this one, which was too easy"
+    assert not any(negative in user for _, user in first)
+    assert all(negative in user for _, user in second[::2])  # S1's two prompts
+    assert not any(negative in user for _, user in second[1::2])  # S2 has no such design
+
+
+def test_design_sampling_is_seeded_per_iteration(tmp_path: Path) -> None:
+    from spade.loop import _seed
+
+    seeds: list[int | None] = []
+    policy = ScriptedPolicy(Designer(PLAN))
+    sample = policy.sample
+
+    def recording(prompts, params):
+        first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
+        if "Environment Designer" in str(first[0].get("content", "")):
+            seeds.append(params.seed)
+        return sample(prompts, params)
+
+    policy.sample = recording  # type: ignore[method-assign]
+    trainer = loopkit.FakeTrainer()
+    cfg = loopkit.small_config(
+        tmp_path / "run",
+        iterations=1,
+        design=DesignConfig(envs_per_regen=2, regen_interval=2, skills=(S1, S2), active_skills=2),
+    )
+    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
+    assert seeds == [_seed(cfg, 1, "design-sample")]
