@@ -103,7 +103,7 @@ async def _step(
     )
     if result.terminated or result.truncated:
         live.ended_by = "terminated" if result.terminated else "truncated"
-    elif len(live.turns) >= max_turns:
+    elif len(live.turns) >= min(max_turns, session.info.max_turns or max_turns):
         live.ended_by = "turn_cap"
     else:
         live.prompt = policy.extend(

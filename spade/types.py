@@ -14,7 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-REFERENCE_NAME = re.compile(r"^game_\d+_\d+_(?P<slug>[a-z0-9_]+)\.py$")
+# The reference writes slugs as `skill.lower().replace(" ", "_")`: hyphens stay
+# (`game_00000_002_multi-step_workflows.py`).
+REFERENCE_NAME = re.compile(r"^game_\d+_\d+_(?P<slug>[a-z0-9_\-]+)\.py$")
 
 GAME_SKILLS = (
     "Mathematical Reasoning",
@@ -39,8 +41,9 @@ def skill_slug(skill: str) -> str:
 
 
 def skill_from_slug(slug: str) -> str:
+    """A known skill from our slug or the reference's (`multi-step_workflows`), else a title."""
     for skill in GAME_SKILLS + TOOL_SKILLS:
-        if skill_slug(skill) == slug:
+        if skill_slug(skill) == skill_slug(slug):
             return skill
     return slug.replace("_", " ").title()
 

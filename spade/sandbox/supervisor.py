@@ -132,6 +132,8 @@ class LoadInfo:
     kind: str  # "game" or "tool"
     tools: tuple[dict[str, Any], ...]
     has_solution: bool
+    max_turns: int = 0
+    """The episode's turn cap: the game's own `max_turns`, at most the budget (0: the budget)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -363,6 +365,7 @@ class Session:
             value["kind"],
             tuple(t for t in value["tools"] if isinstance(t, dict)),
             bool(value.get("has_solution")),
+            _turn_cap(value.get("max_turns"), max_turns),
         )
 
     async def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
@@ -463,6 +466,13 @@ class Session:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _turn_cap(reported: Any, budget: int) -> int:
+    """The worker's turn cap, trusted only within [1, budget]."""
+    if type(reported) is int and 1 <= reported <= budget:
+        return reported
+    return budget
 
 
 def _shape(value: Any) -> str:

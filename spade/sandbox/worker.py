@@ -92,6 +92,7 @@ class _Session:
             "kind": "tool" if is_tool else "game",
             "tools": env.get_tools() if is_tool else [],
             "has_solution": callable(getattr(env, "solution", None)),
+            "max_turns": runtime.turn_cap(env, req["max_turns"]),
         }
 
 
