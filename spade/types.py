@@ -10,6 +10,7 @@ import ast
 import dataclasses
 import hashlib
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,9 @@ def env_id_of(code: str) -> str:
 def parse_header(code: str) -> tuple[str, dict[str, str]]:
     """(one-line description, {key: value}) from the module docstring, without running code."""
     try:
-        doc = ast.get_docstring(ast.parse(code)) or ""
+        with warnings.catch_warnings():  # invalid escape sequences in the program
+            warnings.simplefilter("ignore")
+            doc = ast.get_docstring(ast.parse(code)) or ""
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "", {}
     lines = doc.strip().splitlines()

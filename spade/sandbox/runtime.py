@@ -28,6 +28,7 @@ import json
 import math
 import re
 import typing
+import warnings
 
 PREFILLED_MODULES = (
     "math random re json itertools collections functools string copy heapq operator statistics"
@@ -77,7 +78,9 @@ TYPING_NAMES = (
 
 def env_class_names(source: str) -> list[str]:
     """Top-level class names ending in `Env`, in source order (raises SyntaxError)."""
-    tree = ast.parse(source)
+    with warnings.catch_warnings():  # invalid escape sequences in model-written code: not ours
+        warnings.simplefilter("ignore")
+        tree = ast.parse(source)
     return [
         node.name
         for node in tree.body
