@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,12 @@ import os
 WROTE = []
 for path in (
     os.path.expanduser("~/.cache/spade-cachewriter-{tag}"),
-    os.path.join(os.environ.get("XDG_CACHE_HOME", "/nonexistent"), "spade-cachewriter-{tag}"),
-    os.path.join(os.environ.get("MPLCONFIGDIR", "/nonexistent"), "spade-cachewriter-{tag}"),
+    os.path.join(os.environ.get("XDG_CACHE_HOME", ""), "spade-cachewriter-{tag}"),
+    os.path.join(os.environ.get("MPLCONFIGDIR", ""), "spade-cachewriter-{tag}"),
 ):
+    if not os.path.isabs(path):  # the variable is not set: write nothing anywhere
+        WROTE.append("not set: " + path)
+        continue
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
@@ -70,7 +74,7 @@ class ReportEnv:
 
 
 @pytest.fixture
-def cache_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def cache_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A package the zygote preloads (from an extra import path) that writes caches."""
     package = tmp_path / "pkgs" / "spade_cachewriter"
     package.mkdir(parents=True)
@@ -81,7 +85,9 @@ def cache_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(supervisor, "_sys_path", lambda: [*original(), extra])
     original_read = supervisor._read_paths
     monkeypatch.setattr(supervisor, "_read_paths", lambda: [*original_read(), extra])
-    return Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / f"spade-cachewriter-{TAG}"
+    leak = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / f"spade-cachewriter-{TAG}"
+    yield leak
+    leak.unlink(missing_ok=True)  # if the test failed, leave the real home as it was
 
 
 @pytest.mark.parametrize("strict", [False, True], ids=["forked", "strict"])
