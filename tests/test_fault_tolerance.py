@@ -152,6 +152,7 @@ def _metrics(run_dir: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # ~3 min alone; far more on a loaded 2-core host
 def test_train_killed_at_20_random_points_resumes_exactly(tmp_path: Path) -> None:
     env = dict(os.environ, SPADE_CACHE_DIR=str(tmp_path / "cache"))
     # build tiny-test first: building it in the reference run's process would move torch's
@@ -321,6 +322,7 @@ def fuzz_replies(n: int, seed: int = 0) -> tuple[list[str], int]:
     return out, len(dynamic) + mutated_ok
 
 
+@pytest.mark.timeout(900)  # ~35-60 s alone
 def test_10000_random_designer_replies_never_crash_design(tmp_path: Path) -> None:
     from scripted import ScriptedPolicy  # tests/ is on sys.path
 
