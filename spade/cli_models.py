@@ -11,7 +11,7 @@ import json
 import random
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import tyro
 from rich.console import Console
@@ -139,7 +139,7 @@ def print_summary(summary: dict[str, Any]) -> None:
 
 
 def eval_cmd(
-    paths: tyro.conf.Positional[list[Path]] = [],  # noqa: B006 - tyro reads the default
+    paths: Annotated[list[Path], tyro.conf.Positional] = [],  # noqa: B006 - tyro reads the default
     /,
     model: str = "smollm2",
     run_dir: Path | None = None,
@@ -150,7 +150,7 @@ def eval_cmd(
     max_tokens: int = 48,
     temperature: float = 1.0,
     seed: int = 0,
-    json_output: tyro.conf.arg(name="json") = False,  # type: ignore[valid-type]
+    json_output: Annotated[bool, tyro.conf.arg(name="json")] = False,
 ) -> int:
     """Play environments with a policy: win rate per skill and overall, with 95% intervals.
 
@@ -350,11 +350,13 @@ def bootstrap_cmd(
     seed: int = 0,
     minutes: float = 5.0,
     measure: bool = True,
+    steps: int = 2000,
 ) -> int:
     """Warm-start a model on the template families and seeds (cached), then measure it.
 
     Args:
         model: `smollm2` (the embedded default), `tiny-test`, or a local checkpoint.
+        steps: Most optimizer steps (training stops at `steps` or `minutes`, whichever is first).
         force: Rebuild even if a cached model exists.
         seed: Seed of the warm start.
         minutes: Training time budget (the default model trains 5 minutes; more writes better
@@ -363,9 +365,12 @@ def bootstrap_cmd(
     """
     from spade.backends.bootstrap import bootstrap
 
-    if minutes <= 0:
-        raise SystemExit(f"--minutes must be positive, got {minutes}")
-    path = bootstrap(model, seed=seed, force=force, max_minutes=minutes)
+    if minutes <= 0 or steps <= 0:
+        console.print(
+            f"spade bootstrap: --minutes and --steps must be positive, got {minutes}, {steps}"
+        )
+        return 2
+    path = bootstrap(model, seed=seed, force=force, max_minutes=minutes, steps=steps)
     console.print(f"warm-started model: {path}")
     if measure:
         from spade.warmstart import measure_model

@@ -169,7 +169,10 @@ def _has_defaults(cls: Any) -> bool:
 
 
 def save(config: TrainConfig, path: Path) -> None:
-    path.write_text(json.dumps(to_json(config), indent=2) + "\n")
+    """Atomically: a run killed while writing it leaves no half-written config to resume."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(to_json(config), indent=2) + "\n")
+    tmp.replace(path)
 
 
 def load(path: Path) -> TrainConfig:

@@ -29,6 +29,8 @@ async def run_episode(
 
     Raises SandboxError when the environment misbehaves; the caller decides what that means.
     """
+    if session.info is not None and session.info.max_turns:  # the game's own, lower cap
+        max_turns = min(max_turns, session.info.max_turns)
     observation, _info = await session.reset(seed)
     first = observation
     turns: list[Turn] = []

@@ -118,7 +118,7 @@ async def _step(
     )
     if result.terminated or result.truncated:
         live.ended_by = EndedBy.TERMINATED if result.terminated else EndedBy.TRUNCATED
-    elif len(live.turns) >= max_turns:
+    elif len(live.turns) >= min(max_turns, session.info.max_turns or max_turns):
         live.ended_by = EndedBy.TURN_CAP
     else:
         live.prompt = policy.extend(

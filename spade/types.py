@@ -10,11 +10,14 @@ import ast
 import dataclasses
 import hashlib
 import re
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-REFERENCE_NAME = re.compile(r"^game_\d+_\d+_(?P<slug>[a-z0-9_]+)\.py$")
+# The reference writes slugs as `skill.lower().replace(" ", "_")`: hyphens stay
+# (`game_00000_002_multi-step_workflows.py`).
+REFERENCE_NAME = re.compile(r"^game_\d+_\d+_(?P<slug>[a-z0-9_\-]+)\.py$")
 
 GAME_SKILLS = (
     "Mathematical Reasoning",
@@ -39,8 +42,9 @@ def skill_slug(skill: str) -> str:
 
 
 def skill_from_slug(slug: str) -> str:
+    """A known skill from our slug or the reference's (`multi-step_workflows`), else a title."""
     for skill in GAME_SKILLS + TOOL_SKILLS:
-        if skill_slug(skill) == slug:
+        if skill_slug(skill) == skill_slug(slug):
             return skill
     return slug.replace("_", " ").title()
 
@@ -58,7 +62,9 @@ def env_id_of(code: str) -> str:
 def parse_header(code: str) -> tuple[str, dict[str, str]]:
     """(one-line description, {key: value}) from the module docstring, without running code."""
     try:
-        doc = ast.get_docstring(ast.parse(code)) or ""
+        with warnings.catch_warnings():  # invalid escape sequences in the program
+            warnings.simplefilter("ignore")
+            doc = ast.get_docstring(ast.parse(code)) or ""
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "", {}
     lines = doc.strip().splitlines()

@@ -20,7 +20,7 @@ import pytest
 
 from spade.sandbox import Sandbox
 from spade.types import Program, Verdict
-from spade.validate import ValidatorConfig, check_top_level, validate, validate_many
+from spade.validate import ValidatorConfig, validate, validate_many
 
 CONTRACT = Path(__file__).parent / "envs" / "contract"
 GOOD = sorted(CONTRACT.glob("good_*.py"))
@@ -86,7 +86,6 @@ def test_fixture_folder_is_complete() -> None:
     assert covered >= {
         "parse",
         "env_class",
-        "top_level",
         "contract",
         "exception",
         "not_trivial",
@@ -133,7 +132,6 @@ def test_static_failures_stop_before_running_anything(verdicts: dict[str, Any]) 
         "bad_syntax.py",
         "bad_no_env_class.py",
         "bad_two_env_classes.py",
-        "bad_top_level_print.py",
     ):
         verdict = verdicts[name]
         assert len(verdict.failures) == 1 and dict(verdict.stats) == {}, name
@@ -146,7 +144,6 @@ def test_static_failure_reasons(verdicts: dict[str, Any]) -> None:
             "bad_syntax.py",
             "bad_no_env_class.py",
             "bad_two_env_classes.py",
-            "bad_top_level_print.py",
         )
     }
     assert reason["bad_syntax.py"].startswith("SyntaxError")
@@ -155,7 +152,6 @@ def test_static_failure_reasons(verdicts: dict[str, Any]) -> None:
     assert reason["bad_two_env_classes.py"].startswith(
         "2 environment classes (FirstEnv, SecondEnv)"
     )
-    assert reason["bad_top_level_print.py"].startswith("line 6: top-level Expr statement")
 
 
 def test_dynamic_failure_reasons(verdicts: dict[str, Any]) -> None:
@@ -237,17 +233,6 @@ def test_batch_duplicates_only_count_admitted_programs(verdicts: dict[str, Any])
 def test_environment_may_import_other_stdlib_modules(verdicts: dict[str, Any]) -> None:
     assert "import colorsys" in STDLIB_IMPORT
     assert verdicts["stdlib import"].admitted, verdicts["stdlib import"].failures
-
-
-def test_only_main_guard_blocks_are_allowed() -> None:
-    code = 'if __name__ != "__main__":\n    print("side effect")\n\nclass AEnv:\n    pass\n'
-    failure = check_top_level(Program.from_code(code), ValidatorConfig())
-    assert failure is not None and failure.check == "top_level"
-
-
-def test_main_guard_block_is_allowed() -> None:
-    code = 'class AEnv:\n    pass\n\nif __name__ == "__main__":\n    print(AEnv())\n'
-    assert check_top_level(Program.from_code(code), ValidatorConfig()) is None
 
 
 def test_validate_never_raises_on_unencodable_code() -> None:

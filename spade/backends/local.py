@@ -182,6 +182,9 @@ class LocalBackend:
         model.to(self.device).eval()
         if self.precision == "bf16-mixed" and self.device.type == "cpu":
             use_fp32_attention(model)
+        # torch's global stream starts from a random seed in every process: seed it, so the RNG
+        # state a checkpoint saves is the same in a resumed run as in an uninterrupted one
+        torch.manual_seed(config.seed)
         if config.lora is not None:
             model = _with_lora(model, config.lora)
         self.model: Any = model  # a transformers PreTrainedModel (or a peft wrapper of one)

@@ -6,7 +6,8 @@ site-packages) and by trusted code for the pure parsing helpers. It implements t
 
 - `build_namespace()`: the pre-filled globals a generated file may use without importing;
 - `find_env_class()`: the first top-level class whose name ends in `Env`;
-- `instantiate()`: constructor with `max_turns=`, falling back to no arguments;
+- `instantiate()`: constructor with no arguments and the game's own `max_turns` capped at the
+  budget (the reference's order), falling back to `max_turns=`;
 - `ToolUseBaseEnv`: the tool-use base class, available to generated files without import;
 - `extract_boxed()`, `parse_tool_calls()`, `parse_answer()`, `answers_match()`: action parsing.
 
@@ -20,13 +21,14 @@ import ast
 import collections
 import copy
 import functools
+import heapq
 import importlib
-import inspect
 import itertools
 import json
 import math
 import re
 import typing
+import warnings
 
 PREFILLED_MODULES = (
     "math random re json itertools collections functools string copy heapq operator statistics"
@@ -52,23 +54,33 @@ def build_namespace() -> dict[str, typing.Any]:
         reduce=functools.reduce,
         lru_cache=functools.lru_cache,
         partial=functools.partial,
+        chain=itertools.chain,
+        heappush=heapq.heappush,
+        heappop=heapq.heappop,
         deepcopy=copy.deepcopy,
         ToolUseBaseEnv=ToolUseBaseEnv,
     )
-    for name in ("Any", "Dict", "List", "Optional", "Tuple", "Set", "Union", "Callable"):
+    for name in TYPING_NAMES:
         ns[name] = getattr(typing, name)
-    try:  # numpy is optional; the reference pre-imported it as `np`
+    try:  # numpy is optional; the reference pre-imported it as `numpy` and `np`
         import numpy
 
-        ns["np"] = numpy
+        ns["np"] = ns["numpy"] = numpy
     except ImportError:
         pass
     return ns
 
 
+TYPING_NAMES = (
+    "Any Dict List Optional Tuple Set FrozenSet Union Callable Iterable Sequence Mapping"
+).split()
+
+
 def env_class_names(source: str) -> list[str]:
     """Top-level class names ending in `Env`, in source order (raises SyntaxError)."""
-    tree = ast.parse(source)
+    with warnings.catch_warnings():  # invalid escape sequences in model-written code: not ours
+        warnings.simplefilter("ignore")
+        tree = ast.parse(source)
     return [
         node.name
         for node in tree.body
@@ -89,26 +101,31 @@ def find_env_class(source: str, namespace: dict[str, typing.Any]) -> type:
     return cls
 
 
-def _accepts_max_turns(cls: type) -> bool:
-    try:
-        params = inspect.signature(cls).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "max_turns" or p.kind is p.VAR_KEYWORD for p in params)
-
-
 def instantiate(
     cls: type, max_turns: int, kwargs: dict[str, typing.Any] | None = None
 ) -> typing.Any:
-    """Build the environment: with `max_turns=`, else with no arguments and its own cap lowered."""
+    """Build the environment as the reference does: with no arguments (besides `kwargs`, such as
+    `difficulty=`), its own `max_turns` then capped at the budget; a constructor that needs
+    `max_turns` gets the budget. The episode's cap is `turn_cap(env, max_turns)`."""
     kwargs = dict(kwargs or {})
-    if _accepts_max_turns(cls):
+    try:
+        env = cls(**kwargs)
+    except TypeError as exc:
+        if "max_turns" not in str(exc):
+            raise
         return cls(max_turns=max_turns, **kwargs)
-    env = cls(**kwargs)
     own = getattr(env, "max_turns", None)
-    if isinstance(own, int) and own > max_turns:
+    if isinstance(own, int) and not isinstance(own, bool) and own > max_turns:
         env.max_turns = max_turns
     return env
+
+
+def turn_cap(env: typing.Any, budget: int) -> int:
+    """Turns an episode may last: the game's own positive `max_turns`, at most the budget."""
+    own = getattr(env, "max_turns", None)
+    if isinstance(own, int) and not isinstance(own, bool) and 0 < own < budget:
+        return own
+    return budget
 
 
 # --- action parsing -------------------------------------------------------------------------
@@ -215,7 +232,7 @@ class ToolUseBaseEnv:
     `tool_<name>(**kwargs) -> str` method per tool. See docs/environments.md.
     """
 
-    def __init__(self, max_turns: int = 10) -> None:
+    def __init__(self, max_turns: int = 10, **kwargs: typing.Any) -> None:
         self.max_turns = max_turns
         self.turn_count = 0
         self._tools: dict[str, dict[str, typing.Any]] = {}
@@ -266,15 +283,29 @@ class ToolUseBaseEnv:
         ]
 
     def execute_tool(self, name: str, args: dict[str, typing.Any]) -> dict[str, typing.Any]:
-        """Run one tool; never counts as a turn. Errors are results, not exceptions."""
-        method = getattr(self, f"tool_{name}", None)
-        if name not in self._tools or not callable(method):
+        """Run one tool; never counts as a turn. Errors are results, not exceptions.
+
+        Like the reference, any `tool_<name>` method runs, declared in `_tools` or not.
+        """
+        method = getattr(self, f"tool_{name}", None) if isinstance(name, str) else None
+        if not callable(method):
             return {"output": f"Unknown tool '{name}'. {self._tool_list()}", "returncode": 1}
+        if not isinstance(args, dict):
+            args = {}
         self._call_history.append({"name": name, "arguments": args})
         try:
             return {"output": str(method(**args)), "returncode": 0}
         except Exception as exc:  # noqa: BLE001 - the tool's own bug or bad arguments: the agent sees it
             return {"output": f"Error: {type(exc).__name__}: {exc}", "returncode": 1}
+
+    def _obs_suffix(self) -> str:
+        """Kept for older reference files that append it in `reset`; tools now reach the agent
+        through the chat template, so it adds nothing (as in the reference)."""
+        return ""
+
+    def _check_answer(self, answer: str) -> bool:
+        """Is `answer` the expected one? Override for custom comparison (the reference's hook)."""
+        return answers_match(answer, self._expected_answer)
 
     def _tool_list(self) -> str:
         return "Available tools: " + ", ".join(sorted(self._tools))
@@ -297,24 +328,27 @@ class ToolUseBaseEnv:
         return None
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, typing.Any]]:
+        """One turn. An `<answer>` is handled first (as in the reference: tool calls in the same
+        reply do not run); otherwise every tool call runs, in order."""
         self.turn_count += 1
-        calls = parse_tool_calls(action)
         answer = parse_answer(action)
-        outputs = []
-        for name, args in calls or []:
-            if name not in self._tools:
-                outputs.append(f"Unknown tool '{name}'. {self._tool_list()}")
-                continue
-            result = self.execute_tool(name, args)
-            outputs.append(f"[{name}] {result['output']}")
         if answer is not None:
-            if answers_match(answer, self._expected_answer) and self._all_instructions_done():
+            if self._all_instructions_done() and self._check_answer(answer):
                 return "Correct!", 1.0, True, False, {}
             feedback = "Incorrect answer."
             if not self._all_instructions_done():
-                feedback = "Not all instructions are complete yet."
-            obs = "\n".join(outputs + [feedback])
-            return self._turn_limited(obs, 0.0)
+                step = self._user_messages[self._current_msg]
+                feedback = (
+                    f"Not all instructions are complete yet: you are on step "
+                    f"{self._current_msg + 1}/{len(self._user_messages)}: {step}"
+                )
+            return self._turn_limited(feedback, 0.0)
+        outputs = []
+        for name, args in parse_tool_calls(action) or []:
+            if not callable(getattr(self, f"tool_{name}", None)):
+                outputs.append(f"Unknown tool '{name}'. {self._tool_list()}")
+                continue
+            outputs.append(f"[{name}] {self.execute_tool(name, args)['output']}")
         if outputs:
             return self._turn_limited("\n".join(outputs), 0.0)
         obs = (

@@ -16,7 +16,9 @@ whose deserialisation runs code. The sandbox guarantees, for every such program,
    before the payload is read; stdout/stderr are captured with a cap and never parsed;
 5. every reply is re-validated here (types, arity, finiteness, ranges, sizes); nothing the worker
    says about itself is trusted;
-6. closing a session or the sandbox leaves no process, cgroup or file behind.
+6. closing a session or the sandbox leaves no process, cgroup or file behind, and no sandbox
+   process outlives this one however it ends (see lifecycle.py): HOME and the XDG directories
+   of every sandbox process are in its scratch space, never the host's home.
 
 Not covered: kernel exploits and CPU side channels (run workers in a VM or a container on nodes
 without credentials for that), and the wall-clock and CPU an environment may use within its limits.
@@ -132,6 +134,8 @@ class LoadInfo:
     kind: str  # "game" or "tool"
     tools: tuple[dict[str, Any], ...]
     has_solution: bool
+    max_turns: int = 0
+    """The episode's turn cap: the game's own `max_turns`, at most the budget (0: the budget)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,10 +147,25 @@ class StepResult:
     info: dict[str, Any]
 
 
+# Shared libraries that C extensions load after isolation (`_sqlite3` needs libsqlite3, `_ssl`
+# libssl, `_ctypes` libffi...), and the loader's cache that finds them. Public files: no secret
+# lives there, and a symlink out of them (`/usr/lib/ssl/private`) leaves what Landlock allows.
+SYSTEM_LIBRARY_PATHS = (
+    "/lib",
+    "/lib64",
+    "/usr/lib",
+    "/usr/lib64",
+    "/usr/local/lib",
+    "/etc/ld.so.cache",
+    "/usr/share/zoneinfo",
+)
+
+
 def _read_paths() -> list[str]:
+    """What a worker may read: the interpreter's own files, site-packages, system libraries."""
     paths = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     paths |= {os.path.join(p, "lib-dynload") for p in list(paths)}
-    return sorted(paths | {"/usr/share/zoneinfo"})
+    return sorted(paths | set(SYSTEM_LIBRARY_PATHS))
 
 
 def _sys_path() -> list[str]:
@@ -363,6 +382,7 @@ class Session:
             value["kind"],
             tuple(t for t in value["tools"] if isinstance(t, dict)),
             bool(value.get("has_solution")),
+            _turn_cap(value.get("max_turns"), max_turns),
         )
 
     async def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
@@ -465,6 +485,13 @@ class Session:
         await self.close()
 
 
+def _turn_cap(reported: Any, budget: int) -> int:
+    """The worker's turn cap, trusted only within [1, budget]."""
+    if type(reported) is int and 1 <= reported <= budget:
+        return reported
+    return budget
+
+
 def _shape(value: Any) -> str:
     if isinstance(value, list):
         return f"a sequence of {len(value)}"
@@ -511,6 +538,7 @@ class Sandbox:
             "read_paths": _read_paths(),
             "sys_path": _sys_path(),
             "preload": list(c.preload),
+            "parent_pid": os.getpid(),  # the zygote and strict workers die with this process
         }
 
     @staticmethod
@@ -696,7 +724,8 @@ class Sandbox:
     def _spawn_strict(
         self, session: Session, hash_seed: int, req_r: int, rep_w: int, out_w: int
     ) -> None:
-        session._scratch = tempfile.mkdtemp(prefix="spade-strict-")
+        # inside the scratch root: if this process dies, the zygote removes it with the rest
+        session._scratch = tempfile.mkdtemp(prefix="spade-strict-", dir=self._scratch_root)
         os.chmod(session._scratch, 0o711)
         cfg = json.dumps(self._worker_config(session._scratch))
         proc = subprocess.Popen(

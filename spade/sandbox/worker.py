@@ -21,6 +21,7 @@ import json
 import os
 import selectors
 import shutil
+import signal
 import socket
 import sys
 import time
@@ -28,6 +29,7 @@ import traceback
 
 import frames
 import isolation
+import lifecycle
 import runtime
 
 REQ_FD, REP_FD = 3, 4
@@ -92,6 +94,7 @@ class _Session:
             "kind": "tool" if is_tool else "game",
             "tools": env.get_tools() if is_tool else [],
             "has_solution": callable(getattr(env, "solution", None)),
+            "max_turns": runtime.turn_cap(env, req["max_turns"]),
         }
 
 
@@ -163,8 +166,7 @@ def isolate(cfg: dict, name: str, fds: list[int], cg_parents: dict, seccomp_lib:
     # fds = [req, rep, out]; targets: 0 stdin, 1 stdout, 2 stderr, 3 requests, 4 replies
     _place_fds([devnull, fds[2], fds[2], fds[0], fds[1]], [0, 1, 2, 3, 4])
     os.chdir(scratch)
-    os.environ.clear()
-    os.environ.update(HOME=scratch, TMPDIR=scratch, LANG="C.UTF-8")
+    lifecycle.use_home(scratch)
     isolation.set_rlimits(cfg["memory_bytes"], cfg["cpu_seconds"], cfg["file_bytes"], cfg["nofile"])
     isolation.prctl(isolation.PR_SET_NO_NEW_PRIVS, 1)
     layers["landlock"] = isolation.apply_landlock(cfg["read_paths"], [scratch, "/dev/null"])
@@ -184,39 +186,92 @@ def _pin_import_paths() -> None:
     The interpreter may live where the sandbox uid cannot traverse (pyenv under /root, mode 0700;
     SANDBOX.md lesson 8). An O_PATH descriptor opened now, as root, still resolves through
     /proc/self/fd/N afterwards: the import system then reads the same directories (read-only,
-    and only those, as Landlock allows) without any path through /root.
+    and only those, as Landlock allows) without any path through /root. Packages imported
+    before (by the zygote's preload) keep their own search paths and file names: those are
+    rewritten too, so their lazily imported submodules (`importlib.resources`, `json.tool`,
+    `encodings.unicode_escape`) and their package data are found the same way.
     """
-    pinned = []
+    pinned: dict[str, str] = {}
     for path in sys.path:
-        if not os.path.isdir(path):
-            pinned.append(path)
-            continue
-        fd = os.open(path, os.O_PATH | os.O_DIRECTORY)  # inheritable: not needed, kept open
-        pinned.append(f"/proc/self/fd/{fd}")
-    sys.path[:] = pinned
+        if os.path.isdir(path) and path not in pinned:
+            fd = os.open(path, os.O_PATH | os.O_DIRECTORY)  # inheritable: not needed, kept open
+            pinned[path] = f"/proc/self/fd/{fd}"
+    roots = sorted(pinned, key=len, reverse=True)  # the most specific directory first
+
+    def moved(path: object) -> object:
+        if not isinstance(path, str):
+            return path
+        for root in roots:
+            if path == root or path.startswith(root + "/"):
+                return pinned[root] + path[len(root) :]
+        return path
+
+    sys.path[:] = [moved(p) for p in sys.path]  # type: ignore[misc]
+    for module in list(sys.modules.values()):
+        search = getattr(module, "__path__", None)
+        if isinstance(search, list):
+            search[:] = [moved(p) for p in search]
+        for owner, attr in (
+            (module, "__file__"),
+            (getattr(module, "__spec__", None), "origin"),
+            (getattr(module, "__loader__", None), "path"),
+        ):
+            value = getattr(owner, attr, None) if owner is not None else None
+            if isinstance(value, str) and moved(value) != value:
+                try:
+                    setattr(owner, attr, moved(value))
+                except (AttributeError, TypeError):
+                    pass
     sys.path_importer_cache.clear()
 
 
 # --- zygote ---------------------------------------------------------------------------------
 
 
+def _private_home(cfg: dict) -> None:
+    """HOME, XDG_* and MPLCONFIGDIR in the scratch root, before the preload writes any cache."""
+    home = os.path.join(cfg["scratch_root"], ".home")
+    os.makedirs(home, 0o700, exist_ok=True)
+    lifecycle.use_home(home, keep=tuple(os.environ))  # the supervisor's few variables stay
+
+
 def zygote_main(ctrl_fd: int, cfg: dict) -> None:
-    _preload(cfg)
-    isolation.set_parent_death_signal()
+    # First of all: the zygote must not outlive its parent. SIGTERM, so it can clean up.
+    signal.signal(signal.SIGTERM, lifecycle.raise_on_parent_death)
+    cg_parents: dict = {}
+    children: dict[int, tuple[int, str]] = {}  # pid -> (own pidfd, name)
+    try:
+        if lifecycle.guard_parent(cfg["parent_pid"], signal.SIGTERM):
+            _zygote(ctrl_fd, cfg, children, cg_parents)
+    except lifecycle.ParentDied:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _shutdown(children, cg_parents, cfg)
+        lifecycle.remove_scratch_root(cfg["scratch_root"])
+
+
+def _zygote(
+    ctrl_fd: int, cfg: dict, children: dict[int, tuple[int, str]], cg_parents: dict
+) -> None:
+    """Preload, then fork a worker per request until the supervisor closes the control socket.
+    `children` and `cg_parents` are filled in place: the caller cleans them up however this
+    ends."""
     ctrl = socket.socket(fileno=ctrl_fd)
     zygote_layers: dict[str, str | None] = {}
-    if os.geteuid() == 0:
+    if os.geteuid() == 0:  # before the preload: caches it writes land in the private tmpfs
         zygote_layers.update(isolation.unshare_namespaces(cfg["scratch_root"], cfg["tmpfs_bytes"]))
     else:
         zygote_layers["network_namespace"] = "not root: cannot unshare namespaces"
         zygote_layers["private_tmpfs"] = "not root: cannot mount a private tmpfs"
-    cg_parents = isolation.cgroup_parents(f"z{os.getpid()}")
+    _private_home(cfg)
+    _preload(cfg)
+    cg_parents.update(isolation.cgroup_parents(f"z{os.getpid()}"))
     seccomp_lib = isolation.load_libseccomp()
     ctrl.send(json.dumps({"op": "ready", "pid": os.getpid(), "layers": zygote_layers}).encode())
 
     sel = selectors.DefaultSelector()
     sel.register(ctrl, selectors.EVENT_READ, None)
-    children: dict[int, tuple[int, str]] = {}  # pid -> (own pidfd, name)
     zygote_pid = os.getpid()
     counter = 0
     exiting: dict[int, tuple[str, dict, float]] = {}  # pid -> (name, status, give-up time)
@@ -237,8 +292,7 @@ def zygote_main(ctrl_fd: int, cfg: dict) -> None:
                     msg, fds, _flags, _addr = socket.recv_fds(ctrl, 65536, 3)
                 except OSError:
                     msg = b""
-                if not msg:
-                    _shutdown(children, cg_parents, cfg)
+                if not msg:  # the supervisor closed the sandbox (or died)
                     return
                 req = json.loads(msg)
                 counter += 1
@@ -247,7 +301,8 @@ def zygote_main(ctrl_fd: int, cfg: dict) -> None:
                 if pid == 0:
                     code = 70
                     try:
-                        if os.getppid() != zygote_pid:
+                        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                        if not lifecycle.guard_parent(zygote_pid):
                             os._exit(71)
                         os.setsid()
                         layers = isolate(cfg, name, fds, cg_parents, seccomp_lib)
@@ -292,7 +347,7 @@ def _cleanup(cg_parents: dict, cfg: dict, name: str) -> bool:
 
 
 def _shutdown(children: dict, cg_parents: dict, cfg: dict) -> None:
-    for pid, (_own, name) in children.items():
+    for pid, (_own, name) in list(children.items()):
         try:
             os.kill(pid, 9)
             os.waitpid(pid, 0)
@@ -313,10 +368,13 @@ def _shutdown(children: dict, cg_parents: dict, cfg: dict) -> None:
 
 
 def single_main(req_fd: int, rep_fd: int, out_fd: int, cfg: dict) -> None:
-    _preload(cfg)
+    if not lifecycle.guard_parent(cfg["parent_pid"]):
+        os._exit(71)
     layers: dict[str, str | None] = {}
     if os.geteuid() == 0:
         layers.update(isolation.unshare_namespaces(cfg["scratch_root"], cfg["tmpfs_bytes"]))
+    _private_home(cfg)
+    _preload(cfg)
     cg_parents = isolation.cgroup_parents(f"s{os.getpid()}")
     try:
         layers.update(

@@ -75,7 +75,9 @@ class Style:
             turn=rng.choice(["turn", "turns", "n_turns", "t", "step_count"]),
             done=rng.choice(["done", "over", "finished", "ended"]),
             clamp=rng.random() < 0.3,
-            max_turns=rng.choice([10, 12, 15, 20, 25, 30]),
+            # the runtime plays a game up to its own max_turns (capped at the budget, 25 by
+            # default): a default below the budget would cut long solutions short
+            max_turns=rng.choice([25, 30, 40, 50]),
             helpers_first=rng.random() < 0.5,
         )
 

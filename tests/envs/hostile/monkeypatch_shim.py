@@ -40,9 +40,13 @@ def _frame(obj_or_bytes):
 
 def _reply_fd_is_pipe():
     """True only inside a sandbox worker: fds 3 and 4 are pipes and the environment is exactly
-    the worker's (HOME = TMPDIR = the current directory), so a host process is never written to."""
+    the worker's (HOME = TMPDIR = XDG_RUNTIME_DIR = the current directory, and nothing but HOME,
+    TMPDIR, LANG, MPLCONFIGDIR and XDG_*), so a host process is never written to."""
     env = os.environ
-    if set(env) != {"HOME", "TMPDIR", "LANG"} or not env["HOME"] == env["TMPDIR"] == os.getcwd():
+    names = {"HOME", "TMPDIR", "LANG", "MPLCONFIGDIR"}
+    if any(k not in names and not k.startswith("XDG_") for k in env) or "HOME" not in env:
+        return False
+    if not env["HOME"] == env.get("TMPDIR") == env.get("XDG_RUNTIME_DIR") == os.getcwd():
         return False
     try:
         return all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (3, 4))

@@ -1,6 +1,6 @@
-"""Tries to read host files: /etc/shadow, /etc/passwd, the test file that runs it, /root, the
-interpreter's standard library source, /proc/1/cmdline; and, as a positive control, a zoneinfo
-file that the sandbox allows.
+"""Tries to read host files: /etc/shadow, /etc/passwd, the test file that runs it, /root,
+/proc/1/cmdline; and, as positive controls, a zoneinfo file and the interpreter's own os.py, which
+the sandbox allows.
 
 threat: reading host files
 expected: every host path is blocked (Landlock, unprivileged uid); the observation carries the

@@ -1,0 +1,75 @@
+"""How sandbox processes start and end: private home directories, parent-death guards, cleanup.
+
+Standard library only (run inside the worker script, like isolation.py). The guarantees:
+
+- nothing a worker, the zygote or a preloaded package writes lands in the host's home: `HOME`,
+  the XDG base directories, `MPLCONFIGDIR` and `TMPDIR` point into the sandbox's scratch space
+  (for the zygote, a private tmpfs that vanishes with it, when it is root);
+- no sandbox process outlives the `spade` process that started it, however that one ends: the
+  zygote and strict workers get a parent-death signal before they do anything else (and exit at
+  once if their parent is already gone); forked workers get one from the zygote; the zygote,
+  told of its parent's death, kills its workers and removes the scratch root from /tmp.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import signal
+import sys
+import tempfile
+
+# Standalone (no import of isolation.py), so trusted code can import it as spade.sandbox.lifecycle.
+_libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG = 1
+MNT_DETACH = 2
+
+
+def private_env(home: str) -> dict[str, str]:
+    """The environment of a sandbox process whose home directory is `home`."""
+    return {
+        "HOME": home,
+        "TMPDIR": home,
+        "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+        "XDG_CONFIG_HOME": os.path.join(home, ".config"),
+        "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
+        "XDG_STATE_HOME": os.path.join(home, ".local", "state"),
+        "XDG_RUNTIME_DIR": home,
+        "MPLCONFIGDIR": os.path.join(home, ".config", "matplotlib"),
+        "LANG": "C.UTF-8",
+    }
+
+
+def use_home(home: str, keep: tuple[str, ...] = ()) -> None:
+    """Replace this process's environment by `private_env(home)` (plus the `keep` variables)."""
+    env = private_env(home)
+    kept = {k: os.environ[k] for k in keep if k in os.environ and k not in env}
+    os.environ.clear()
+    os.environ.update(env, **kept)
+    tempfile.tempdir = None  # a directory computed before (in the zygote) is not ours
+
+
+def guard_parent(parent_pid: int, sig: int = signal.SIGKILL) -> bool:
+    """Receive `sig` when the parent dies. False if it already has (it died before the prctl):
+    the caller must then end."""
+    if _libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(sig), 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl(PR_SET_PDEATHSIG): {os.strerror(err)}")
+    return os.getppid() == parent_pid
+
+
+class ParentDied(BaseException):
+    """Raised in the zygote by its parent-death signal (SIGTERM): clean up, then exit."""
+
+
+def raise_on_parent_death(signum: int, frame: object) -> None:
+    raise ParentDied()
+
+
+def remove_scratch_root(path: str) -> None:
+    """Remove the scratch root from the host, also from inside the zygote's mount namespace,
+    where a private tmpfs covers it (detached first, so the host directory shows)."""
+    if sys.platform == "linux" and os.path.ismount(path):
+        _libc.umount2(path.encode(), ctypes.c_int(MNT_DETACH))
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,47 @@
+"""Start a Sandbox with live workers, print their pids, then end as told (run by
+test_lifecycle.py): `exit` (leave the `async with` normally), `exception` (raise inside it),
+`wait` (sleep until a signal: SIGINT, SIGTERM or SIGKILL from the test). It ends after the test
+has written a line to its stdin (having checked that the processes are alive)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+from spade.sandbox import Sandbox
+
+GAME = """
+class WaitEnv:
+    def reset(self, seed=None):
+        return "ready", {}
+
+    def step(self, action):
+        return "ok", 0.0, False, False, {}
+"""
+
+
+async def main(mode: str) -> None:
+    async with Sandbox() as sandbox:
+        sessions = [await sandbox.open(GAME) for _ in range(2)]
+        sessions.append(await sandbox.open(GAME, strict=True))
+        for s in sessions:
+            await s.reset(0)
+        await asyncio.sleep(0.2)  # let the warm pool fill
+        assert sandbox._zygote is not None
+        report = {
+            "zygote": sandbox._zygote.pid,
+            "workers": [s.pid for s in sessions + list(sandbox._idle)],
+            "scratch_root": sandbox._scratch_root,
+            "strict_scratch": sessions[-1]._scratch,
+        }
+        print(json.dumps(report), flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)  # "go"
+        if mode == "exception":
+            raise RuntimeError("the caller failed")
+        if mode == "wait":
+            await asyncio.sleep(3600)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1]))

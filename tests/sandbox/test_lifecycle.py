@@ -1,0 +1,179 @@
+"""Sandbox processes keep to their scratch space and never outlive the process that started them.
+
+- HOME, the XDG base directories, MPLCONFIGDIR and TMPDIR of a worker are its scratch directory;
+  the zygote's are inside the scratch root, so a preloaded package that writes caches at import
+  writes there, not into the home directory of the user running `spade`;
+- whether `spade` leaves the sandbox normally, by an exception, SIGINT, SIGTERM or SIGKILL, no
+  zygote or worker process survives it and nothing is left in its temporary directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pwd
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spade.sandbox import Sandbox, SandboxConfig, supervisor
+from spade.sandbox.lifecycle import private_env
+
+HERE = Path(__file__).parent
+TAG = uuid.uuid4().hex[:12]
+
+CACHE_WRITER = '''
+"""Writes caches at import, like matplotlib: under ~ and under XDG_CACHE_HOME."""
+import os
+
+WROTE = []
+for path in (
+    os.path.expanduser("~/.cache/spade-cachewriter-{tag}"),
+    os.path.join(os.environ.get("XDG_CACHE_HOME", ""), "spade-cachewriter-{tag}"),
+    os.path.join(os.environ.get("MPLCONFIGDIR", ""), "spade-cachewriter-{tag}"),
+):
+    if not os.path.isabs(path):  # the variable is not set: write nothing anywhere
+        WROTE.append("not set: " + path)
+        continue
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write("cache")
+        WROTE.append(path)
+    except OSError as exc:
+        WROTE.append("failed: " + repr(exc))
+'''
+
+REPORT_ENV = """
+import json, os, tempfile
+
+
+class ReportEnv:
+    def reset(self, seed=None):
+        import spade_cachewriter
+
+        return json.dumps({
+            "cwd": os.getcwd(),
+            "environ": dict(os.environ),
+            "expanduser": os.path.expanduser("~"),
+            "gettempdir": tempfile.gettempdir(),
+            "zygote_wrote": spade_cachewriter.WROTE,
+        }), {}
+
+    def step(self, action):
+        return "", 0.0, True, False, {}
+"""
+
+
+@pytest.fixture
+def cache_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A package the zygote preloads (from an extra import path) that writes caches."""
+    package = tmp_path / "pkgs" / "spade_cachewriter"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(CACHE_WRITER.replace("{tag}", TAG))
+    extra = str(package.parent)
+    os.chmod(tmp_path, 0o755)
+    original = supervisor._sys_path
+    monkeypatch.setattr(supervisor, "_sys_path", lambda: [*original(), extra])
+    original_read = supervisor._read_paths
+    monkeypatch.setattr(supervisor, "_read_paths", lambda: [*original_read(), extra])
+    leak = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / f"spade-cachewriter-{TAG}"
+    yield leak
+    leak.unlink(missing_ok=True)  # if the test failed, leave the real home as it was
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["forked", "strict"])
+def test_home_and_caches_stay_in_the_sandbox(cache_writer: Path, strict: bool) -> None:
+    config = SandboxConfig(preload=(*SandboxConfig().preload, "spade_cachewriter"))
+
+    async def run() -> tuple[dict[str, Any], str]:
+        async with Sandbox(config) as sandbox:
+            assert sandbox._scratch_root is not None
+            session = await sandbox.open(REPORT_ENV, strict=strict)
+            obs, _ = await session.reset(0)
+            await session.close()
+            return json.loads(obs), sandbox._scratch_root
+
+    report, scratch_root = asyncio.run(run())
+    cwd = report["cwd"]
+    assert cwd.startswith(scratch_root + "/")
+    for name in private_env(cwd):  # HOME, TMPDIR, XDG_*, MPLCONFIGDIR, LANG
+        if name != "LANG":
+            assert report["environ"][name].startswith(cwd), (name, report["environ"][name])
+    assert report["expanduser"] == report["gettempdir"] == cwd
+    # the preload ran in the zygote (or the strict worker) before isolation: its caches went
+    # into the scratch root, never the home directory of the user running the tests
+    wrote = report["zygote_wrote"]
+    assert len(wrote) == 3 and all(p.startswith(scratch_root + "/") for p in wrote), wrote
+    assert not cache_writer.exists()
+
+
+# --- no process outlives spade --------------------------------------------------------------
+
+
+def _is_sandbox_process(pid: int) -> bool:
+    try:
+        return b"worker.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _wait_until(condition: Any, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+@pytest.mark.parametrize("ending", ["exit", "exception", "SIGINT", "SIGTERM", "SIGKILL"])
+def test_no_sandbox_process_outlives_spade(ending: str, tmp_path: Path) -> None:
+    tmpdir = tmp_path / "tmp"  # the driver's /tmp: it must be empty at the end
+    tmpdir.mkdir()
+    mode = ending if ending in ("exit", "exception") else "wait"
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "lifecycle_driver.py"), mode],
+        env=dict(os.environ, TMPDIR=str(tmpdir)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else ""
+        report = json.loads(line)
+        pids = [report["zygote"], *report["workers"]]
+        assert len(pids) >= 4 and all(_is_sandbox_process(p) for p in pids)
+        assert report["scratch_root"].startswith(str(tmpdir))
+        assert Path(report["strict_scratch"]).is_dir()
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        if mode == "wait":
+            time.sleep(0.2)
+            proc.send_signal(getattr(signal, ending))
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    expected = {"exit": 0, "exception": 1, "SIGINT": None, "SIGTERM": -15, "SIGKILL": -9}[ending]
+    if expected is not None:
+        assert proc.returncode == expected, proc.stderr.read() if proc.stderr else ""
+    assert _wait_until(lambda: not any(_is_sandbox_process(p) for p in pids)), [
+        p for p in pids if _is_sandbox_process(p)
+    ]
+    assert _wait_until(lambda: not any(tmpdir.iterdir())), list(tmpdir.rglob("*"))
+    cgroups = Path("/sys/fs/cgroup/pids/spade") / f"z{report['zygote']}"
+    assert _wait_until(lambda: not cgroups.exists()), f"{cgroups} left behind"
