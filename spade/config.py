@@ -39,7 +39,7 @@ class ModelConfig:
     """`auto`, `cpu`, `cuda`, `cuda:1`..."""
     threads: int | None = 1
     """torch intra-op threads on CPU. 1 by default: sampling runs beside the sandbox workers on
-    the same cores, and with 2 threads OpenMP oversubscription made the tiny model's sampling
+    the same cores, and with 2 threads OpenMP oversubscription made the (since deleted) 6M model's sampling
     5-16x slower on a 2-core machine under load (measured). None: torch's default."""
     lora_rank: int = 0
     """Train LoRA adapters of this rank instead of all weights (needs the `lora` extra); 0 = off."""
@@ -71,7 +71,7 @@ class DesignConfig:
     max_attempts: int = 1
     """Attempts per requested environment: a slot whose attempt fails (no code, invalid,
     rejected) is asked again, up to this many times (paper 5). Every attempt is a Designer
-    sample. The small recipe keeps 1: the tiny model's attempts mostly fail, each retry is another
+    sample. The small recipe keeps 1: the small model's attempts mostly fail, each retry is another
     batch of sampling, and a failed attempt is trained (with the lowest reward) anyway."""
 
 

@@ -1,6 +1,6 @@
 """The self-play loop, top to bottom: design -> validate -> pool -> play -> rewards -> update.
 
-    spade train                         # the embedded tiny model on this machine
+    spade train                         # the embedded default model on this machine
     spade train --recipe paper-games    # the paper's games setting, for a real model
 
 Every iteration (SPADE.md section 2):

@@ -1,7 +1,7 @@
 """Prompt text and small pure render functions: the Designer, its optional hint call, the Agent.
 
 Every function here is pure and deterministic: the same arguments give the same messages, character
-for character. That matters beyond tidiness: the embedded tiny model is warm-started on exactly
+for character. That matters beyond tidiness: the embedded model is warm-started on exactly
 these renderings (designer prompt -> seed code + hint), so any change of wording is a shift of its
 input distribution.
 
