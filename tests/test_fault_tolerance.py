@@ -326,11 +326,11 @@ def fuzz_replies(n: int, seed: int = 0) -> tuple[list[str], int]:
 def test_10000_random_designer_replies_never_crash_design(tmp_path: Path) -> None:
     from scripted import ScriptedPolicy  # tests/ is on sys.path
 
+    from spade.admission import DesignRequest, design_and_admit
     from spade.backends.base import SamplingParams
-    from spade.designer import design
-    from spade.loop import LoopState, _admit
+    from spade.rewards import INVALID_DESIGN_REWARD
     from spade.sandbox import Sandbox, SandboxConfig
-    from spade.validate import ValidatorConfig, validate_many
+    from spade.validate import ValidatorConfig
 
     replies, reachable = fuzz_replies(10_000)
     assert len(replies) == 10_000 and reachable < 60
@@ -340,12 +340,8 @@ def test_10000_random_designer_replies_never_crash_design(tmp_path: Path) -> Non
         call_timeout_s=1.0, load_timeout_s=3.0, episode_timeout_s=6.0, warm_workers=2
     )
     validator = ValidatorConfig(probe_seeds=1, solution_seeds=1, determinism_seeds=(3,))
-    state = LoopState()
     rng = random.Random(0)
     batch = 500
-
-    async def validate_batch(programs: list[Program], pool: Pool, sandbox: Sandbox) -> Any:
-        return await validate_many(programs, sandbox, validator, pool.admitted(), concurrency=2)
 
     import asyncio
 
@@ -355,20 +351,18 @@ def test_10000_random_designer_replies_never_crash_design(tmp_path: Path) -> Non
     try:
         with Pool(tmp_path / "pool.sqlite") as pool:
             for it in range(1, len(replies) // batch + 1):
-                attempts = design(
-                    policy,
+                # the loop's own admission path (one attempt per slot, as the small recipe)
+                request = DesignRequest(
                     iteration=it,
                     regen=it,
-                    skills_per_env=["Fuzzing"] * batch,
+                    skills=("Fuzzing",) * batch,
                     rng=rng,
                     params=SamplingParams(max_tokens=16),
+                    validator=validator,
+                    failed_reward=INVALID_DESIGN_REWARD,
                     budget_chars=400,
                 )
-                programs = [a.program for a in attempts if a.program is not None]
-                verdicts = loop.run_until_complete(validate_batch(programs, pool, sandbox))
-                by_id = dict(zip((p.env_id for p in programs), verdicts))
-                _admit(it, it, attempts, by_id, pool, state)
-                state.pending.clear()  # Designer samples: not trained here
+                design_and_admit(policy, sandbox, pool, loop.run_until_complete, request)
             with sqlite3.connect(tmp_path / "pool.sqlite") as db:
                 rows = db.execute("SELECT admitted, failures FROM design_attempts").fetchall()
             admitted = {p.env_id for p in pool.admitted()}

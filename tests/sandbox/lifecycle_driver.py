@@ -40,6 +40,7 @@ async def main(mode: str) -> None:
         if mode == "exception":
             raise RuntimeError("the caller failed")
         if mode == "wait":
+            print("waiting", flush=True)  # the test signals only once the stdin thread is done
             await asyncio.sleep(3600)
 
 
