@@ -39,8 +39,9 @@ class ModelConfig:
     """`auto`, `cpu`, `cuda`, `cuda:1`..."""
     threads: int | None = 1
     """torch intra-op threads on CPU. 1 by default: sampling runs beside the sandbox workers on
-    the same cores, and with 2 threads OpenMP oversubscription made the (since deleted) 6M model's sampling
-    5-16x slower on a 2-core machine under load (measured). None: torch's default."""
+    the same cores, and with 2 threads OpenMP oversubscription made the (since deleted) 6M
+    model's sampling 5-16x slower on a 2-core machine under load (measured; not re-measured
+    for the 135M default). None: torch's default."""
     lora_rank: int = 0
     """Train LoRA adapters of this rank instead of all weights (needs the `lora` extra); 0 = off."""
 
