@@ -60,13 +60,22 @@ def env_id_of(code: str) -> str:
 
 
 def parse_header(code: str) -> tuple[str, dict[str, str]]:
-    """(one-line description, {key: value}) from the module docstring, without running code."""
+    """(one-line description, {key: value}) from the module docstring, without running code.
+
+    A file without one (a compact program is often just a class) is described by the docstring
+    of its first top-level class whose name ends in `Env`.
+    """
     try:
         with warnings.catch_warnings():  # invalid escape sequences in the program
             warnings.simplefilter("ignore")
-            doc = ast.get_docstring(ast.parse(code)) or ""
+            tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "", {}
+    doc = ast.get_docstring(tree)
+    if doc is None:
+        classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name.endswith("Env")]
+        doc = next((d for c in classes if (d := ast.get_docstring(c))), None)
+    doc = doc or ""
     lines = doc.strip().splitlines()
     meta: dict[str, str] = {}
     for line in lines[1:]:

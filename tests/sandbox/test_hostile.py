@@ -1321,6 +1321,10 @@ VERDICTS = {  # fixture -> the checks that must be among its failures (any one o
     "nondeterministic_hash": ("determinism",),
     "always_pays": ("not_trivial",),
     "never_terminates": ("termination",),
+    "scaffold_loop_generate": ("resource",),
+    "scaffold_bad_values": ("exception", "contract"),
+    "scaffold_bad_move": ("exception", "contract"),
+    "scaffold_tamper": ("not_trivial",),
 }
 
 
