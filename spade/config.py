@@ -69,6 +69,10 @@ class DesignConfig:
     """Ask for the hint in a second call in which the policy reads its code (the paper's mode)."""
     grounding: bool = True
     """Ground each design attempt in a random document of the bundled corpus."""
+    scale_floor: float = 1.0
+    """Floor of the Designer's advantage scale `min(N_agent / N_designer * regen_interval, 50)`
+    (ours: the paper has none, and its scale is 0 whenever the Agent has no samples in the
+    iteration, so the Designer would learn nothing while the Agent is stuck). 0 = the paper."""
     max_attempts: int = 1
     """Attempts per requested environment: a slot whose attempt fails (no code, invalid,
     rejected) is asked again, up to this many times (paper 5). Every attempt is a Designer

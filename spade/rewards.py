@@ -13,6 +13,8 @@ Where this departs from the paper's reference (SPADE.md "Ours"):
 - regret needs the hinted and plain arms to have the same length (same seeds, same counts);
 - a failed design attempt (no code, invalid code, rejected) is a training sample with
   `INVALID_DESIGN_REWARD`, below every valid design's reward, instead of being dropped;
+- the Designer's advantage scale has a floor (`designer_scale(floor=1.0)`), so it is not 0 in
+  an iteration where the Agent has no samples;
 - hint gates (`hint_gate`) close the "password" exploit where the hint simply gives the answer;
   a design whose hint fails them gets no regret term;
 - "win rate" is the fraction of plays with return > 0 (a win, SPADE.md section 1), not the mean
@@ -315,21 +317,29 @@ def make_designer_reward(name: str) -> DesignerReward:
 
 
 def designer_scale(
-    n_agent_samples: int, n_designer_samples: int, regen_interval: int, cap: float = 50.0
+    n_agent_samples: int,
+    n_designer_samples: int,
+    regen_interval: int,
+    cap: float = 50.0,
+    floor: float = 1.0,
 ) -> float:
-    """min(N_agent / N_designer * regen_interval, cap); 0.0 when there are no designer samples.
+    """max(floor, min(N_agent / N_designer * regen_interval, cap)); 0.0 when there are no
+    designer samples.
 
     Designer samples are few and arrive once per regeneration; scaling their advantages by the
-    sample ratio keeps their share of the gradient comparable to the Agent's.
+    sample ratio keeps their share of the gradient comparable to the Agent's. The floor is ours
+    (the paper has none): without it the scale is 0 whenever the Agent has no samples in the
+    iteration, so a mix of valid and invalid designs would teach the Designer nothing exactly
+    when the Agent is stuck. `floor=0` gives the paper's formula.
     """
-    if n_agent_samples < 0 or n_designer_samples < 0 or regen_interval < 1:
+    if n_agent_samples < 0 or n_designer_samples < 0 or regen_interval < 1 or not 0 <= floor:
         raise ValueError(
             f"bad designer_scale inputs: {n_agent_samples} agent, {n_designer_samples} designer, "
-            f"regen_interval {regen_interval}"
+            f"regen_interval {regen_interval}, floor {floor}"
         )
     if n_designer_samples == 0:
         return 0.0
-    return min(n_agent_samples / n_designer_samples * regen_interval, cap)
+    return max(floor, min(n_agent_samples / n_designer_samples * regen_interval, cap))
 
 
 def designer_advantages(

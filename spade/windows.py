@@ -87,9 +87,10 @@ def close_windows(
     pending: list[dict[str, Any]],
     reward_fn: DesignerReward,
     n_agent: int,
+    scale_floor: float = 1.0,
 ) -> tuple[list[dict[str, Any]], list[Sample], dict[str, Any]]:
     """Reward the pending items whose window ends at `it`: (still pending, Designer samples with
-    a non-zero advantage, metrics)."""
+    a non-zero advantage, metrics). `scale_floor`: see `designer_scale`."""
     closing = [p for p in pending if p["iteration"] + regen_interval - 1 <= it]
     still = [p for p in pending if p not in closing]
     if not closing:
@@ -101,7 +102,7 @@ def close_windows(
         rewards.append(reward)
         if regret is not None:
             regrets.append(regret)
-    scale = designer_scale(n_agent, len(closing), regen_interval)
+    scale = designer_scale(n_agent, len(closing), regen_interval, floor=scale_floor)
     advantages = designer_advantages(rewards, [(p["skill"], p["regen"]) for p in closing], scale)
     samples = [
         Sample(

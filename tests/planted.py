@@ -28,7 +28,7 @@ PLANTS = [
     (
         "Designer advantage scale forced to 1",
         "spade/windows.py",
-        "scale = designer_scale(n_agent, len(closing), regen_interval)",
+        "scale = designer_scale(n_agent, len(closing), regen_interval, floor=scale_floor)",
         "scale = 1.0",
         LOOP,
     ),

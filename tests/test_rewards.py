@@ -301,12 +301,24 @@ def test_designer_scale():
     assert designer_scale(1000, 8, 4) == 50.0  # 500 capped at 50
     assert designer_scale(1000, 8, 4, cap=100.0) == 100.0
     assert designer_scale(64, 0, 4) == 0.0
-    assert designer_scale(0, 8, 1) == 0.0  # the boundaries are valid inputs
     assert designer_scale(400, 8, 1) == 50.0  # exactly the cap
-    bad = r"^bad designer_scale inputs: {} agent, {} designer, regen_interval {}$"
+    bad = r"^bad designer_scale inputs: {} agent, {} designer, regen_interval {}, floor {}$"
     for args in ((-1, 8, 4), (64, -1, 4), (64, 8, 0)):
-        with pytest.raises(ValueError, match=bad.format(*args)):
+        with pytest.raises(ValueError, match=bad.format(*args, 1.0)):
             designer_scale(*args)
+    with pytest.raises(ValueError, match=bad.format(64, 8, 4, -0.5)):
+        designer_scale(64, 8, 4, floor=-0.5)
+
+
+def test_designer_scale_floor():
+    # the Agent had no samples: the paper's scale is 0 and the Designer would learn nothing
+    assert designer_scale(0, 8, 1, floor=0.0) == 0.0
+    assert designer_scale(0, 8, 1) == 1.0  # our default floor
+    assert designer_scale(2, 8, 1) == 1.0  # 0.25 lifted to the floor
+    assert designer_scale(2, 8, 1, floor=0.1) == 0.25  # above a lower floor: the formula
+    assert designer_scale(0, 8, 2, floor=3.0) == 3.0
+    assert designer_scale(64, 8, 4, floor=3.0) == 32.0  # the floor never lowers the scale
+    assert designer_scale(0, 0, 1, floor=3.0) == 0.0  # no designer samples: nothing to scale
 
 
 def test_designer_advantages_centre_per_group():

@@ -145,3 +145,16 @@ def test_nothing_closes_before_the_end_of_the_window(tmp_path: Path) -> None:
         still, samples, metrics = close_windows(5, 3, pool, pending, lambda s: 0.0, n_agent=1)
         assert still == [] and samples == [] and metrics["designer_reward"] == -1.0
         assert metrics["regret"] is None
+
+
+def test_designer_learns_while_the_agent_has_no_samples(tmp_path: Path) -> None:
+    """The scale floor: with no Agent samples the paper's scale is 0 and nothing is trained;
+    with the floor a valid and an invalid design in one group still give two samples."""
+    with Pool(tmp_path / "pool.sqlite") as pool:
+        pool.add_program(A, Verdict(A.env_id, True), 3, {})
+        pending = [_item(A, 3), _item(None, 3)]
+        _, samples, metrics = close_windows(3, 1, pool, pending, lambda s: 0.5, n_agent=0)
+        assert metrics["designer_scale"] == 1.0
+        assert [s.advantage for s in samples] == [0.75, -0.75]  # rewards 0.5 and -1, mean -0.25
+        _, none, paper = close_windows(3, 1, pool, pending, lambda s: 0.5, 0, scale_floor=0.0)
+        assert paper["designer_scale"] == 0.0 and none == []
