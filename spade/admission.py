@@ -53,6 +53,8 @@ class DesignRequest:
     difficulty_word: str = "medium"
     budget_chars: int | None = None
     separate_hint: bool = False
+    form: str = "full"
+    """How games are asked for: `spade.prompts.FORMS`."""
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -111,6 +113,7 @@ def design_and_admit(
             budget_chars=request.budget_chars,
             separate_hint=request.separate_hint,
             first_attempt=len(outcomes),
+            form=request.form,
         )
         verdicts = _verdicts(attempts, sandbox, pool, run_async, request.validator)
         retry: list[str] = []

@@ -11,7 +11,7 @@ import json
 import random
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import tyro
 from rich.console import Console
@@ -21,6 +21,7 @@ from spade import bundled
 from spade import config as config_io
 from spade.backends.base import SamplingParams
 from spade.config import RECIPES, ModelConfig, TrainConfig
+from spade.sandbox.runtime import standalone
 from spade.types import GAME_SKILLS, Program, skill_slug
 
 console = Console(highlight=False)
@@ -252,13 +253,15 @@ def design_cmd(
     max_tokens: int = 1536,
     temperature: float = 1.0,
     prompt_budget_chars: int | None = 3000,
+    form: Literal["compact", "full"] = "compact",
     seed: int = 0,
 ) -> int:
     """Synthesise and validate a pool of environments with any backend (no training).
 
     Admitted environments are written to OUT as reference-format files
-    (`game_{round:05d}_{index:03d}_{skill}.py`), and every attempt, with its verdict and hint,
-    to OUT/pool.sqlite and OUT/attempts.jsonl.
+    (`game_{round:05d}_{index:03d}_{skill}.py`; a compact file with its base class inlined, so
+    it runs on the reference's runtime too), and every attempt, with its verdict and hint, to
+    OUT/pool.sqlite and OUT/attempts.jsonl.
 
     Args:
         out: Output directory (created).
@@ -273,6 +276,8 @@ def design_cmd(
         max_tokens: Longest Designer reply.
         temperature: Sampling temperature.
         prompt_budget_chars: Designer prompt cap (None: the paper's full prompt).
+        form: How games are asked for: `compact` (a subclass of the runtime's `QuestionEnv` /
+            `GameEnv`) or `full` (the whole contract).
         seed: Seeds every random choice.
     """
     from rich.progress import Progress
@@ -307,6 +312,7 @@ def design_cmd(
                     documents=documents,
                     exemplars_for=_exemplars(pool, rng),
                     budget_chars=prompt_budget_chars,
+                    form=form,
                 )
                 outcomes = design_and_admit(policy, sandbox, pool, loop.run_until_complete, request)
                 with open(out / "attempts.jsonl", "a") as log:
@@ -314,7 +320,7 @@ def design_cmd(
                         a = o.attempt
                         if o.admitted and a.program is not None:
                             name = f"game_{rnd:05d}_{a.attempt_index:03d}_{skill_slug(a.skill)}.py"
-                            (out / name).write_text(a.program.code)
+                            (out / name).write_text(standalone(a.program.code))
                             admitted += 1
                             progress.advance(task)
                         log.write(json.dumps(_attempt_line(rnd, o)) + "\n")

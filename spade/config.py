@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import tyro
 
@@ -58,6 +58,10 @@ class DesignConfig:
     """Skills active per regeneration, rotating (paper 3 of 6)."""
     difficulty_word: str = "medium"
     """The difficulty word in the Designer prompt."""
+    form: Literal["compact", "full"] = "compact"
+    """How games are asked for: `compact` (a short subclass of the runtime's `QuestionEnv` or
+    `GameEnv`, what the embedded model is warm-started on) or `full` (the whole contract, the
+    paper's). Tool-use skills always get the full contract. Both forms are accepted everywhere."""
     max_tokens: int = 1536
     """Longest Designer reply (the environment code plus hint)."""
     temperature: float = 1.0
@@ -199,6 +203,7 @@ PAPER_GAMES = TrainConfig(
         max_tokens=8192,
         prompt_budget_chars=None,
         max_attempts=5,
+        form="full",
     ),
     play=PlayConfig(plays_per_env=8, active_envs=64, max_turns=25, max_tokens=4096),
     model=ModelConfig(model="Qwen/Qwen3-4B", max_context_tokens=32768, threads=None),

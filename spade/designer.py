@@ -259,6 +259,7 @@ def design(
     budget_chars: int | None = None,
     separate_hint: bool = False,
     first_attempt: int = 0,
+    form: str = "full",
 ) -> list[DesignAttempt]:
     """One design attempt per entry of `skills_per_env`, in order; see the module docstring.
 
@@ -266,7 +267,8 @@ def design(
     by regret): they are shuffled with `rng` and the first two shown, i.e. 2 sampled from them.
     Attempt i is numbered `first_attempt + i` (pass a running count when retrying within an
     iteration so sources stay unique; `spade.admission` does). The separate hint call samples
-    with `params` capped at `HINT_MAX_TOKENS` tokens.
+    with `params` capped at `HINT_MAX_TOKENS` tokens. `form`: how games are asked for
+    (`spade.prompts.FORMS`: the full contract, or a compact scaffold subclass).
     """
     if not skills_per_env:
         return []
@@ -280,6 +282,7 @@ def design(
             difficulty_word,
             budget_chars,
             separate_hint,
+            form,
         )
         for skill in skills_per_env
     ]
@@ -332,6 +335,7 @@ def _render(
     difficulty_word: str,
     budget_chars: int | None,
     separate_hint: bool,
+    form: str,
 ) -> DesignerPrompt:
     """One Designer prompt; draws from `rng` in a fixed order: the document, then the shuffle."""
     document = rng.choice(documents) if documents else None
@@ -345,6 +349,7 @@ def _render(
         negative_for(skill),
         budget_chars,
         with_hint=not separate_hint,
+        form=form,
     )
 
 

@@ -171,6 +171,7 @@ def _design_step(
         difficulty_word=d.difficulty_word,
         budget_chars=d.prompt_budget_chars,
         separate_hint=d.separate_hint,
+        form=d.form,
     )
     t, model_before = time.perf_counter(), clock.get("model_s", 0.0)
     designer = _Timed(models.designer, clock, "model_s")

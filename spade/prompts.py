@@ -148,7 +148,41 @@ CONTRACT_TOOL: tuple[tuple[str, bool], ...] = (
     ),
 )
 
-ALL_CONTRACT_FRAGMENTS = tuple(text for text, _ in CONTRACT + CONTRACT_GAME + CONTRACT_TOOL)
+CONTRACT_COMPACT: tuple[tuple[str, bool], ...] = (
+    (
+        "Write a short class that subclasses `QuestionEnv` or `GameEnv`, with a one-line "
+        "docstring.",
+        True,
+    ),
+    (
+        "`QuestionEnv`: write `generate(self, rng)` returning `(question, answer)`. `rng` is "
+        "`random.Random(seed)`; `self.difficulty` is 1 (easy) to 3 (hard).",
+        True,
+    ),
+    (
+        "`GameEnv`: write `start(self, rng)` returning the first observation, and "
+        "`move(self, action)` returning `(feedback, reward, done)`; `action` is the text inside "
+        "the agent's `\\boxed{}`.",
+        True,
+    ),
+    ("Optional `solve(self)` returns the winning moves.", True),
+)
+"""The compact form's rules (docs/environments.md, "Compact games"): what the Designer writes
+when it subclasses a scaffold of `spade/sandbox/scaffolds.py`."""
+
+COMPACT_EXAMPLE = '''class TimesTableEnv(QuestionEnv):
+    """Multiply two numbers."""
+    def generate(self, rng):
+        a, b = rng.randint(2, 3 + 3 * self.difficulty), rng.randint(2, 9)
+        return f"What is {a} times {b}?", a * b'''
+"""The compact example of the Designer prompt, also quoted in docs/environments.md."""
+
+FORMS = ("full", "compact")
+"""How the Designer is asked to write a game: the whole contract, or a scaffold subclass."""
+
+ALL_CONTRACT_FRAGMENTS = tuple(
+    text for text, _ in CONTRACT + CONTRACT_GAME + CONTRACT_TOOL + CONTRACT_COMPACT
+)
 
 # --- the Designer -------------------------------------------------------------------------------
 
@@ -177,10 +211,21 @@ def _bullets(fragments: Sequence[str]) -> str:
     return "\n".join(f"- {f}" if f.endswith(".") else f"- {f}." for f in fragments)
 
 
-def designer_system(kind: str = "game", *, compact: bool = False) -> str:
-    """The Designer's system message: its role and the contract for `kind` ("game" or "tool")."""
+def designer_system(kind: str = "game", *, compact: bool = False, form: str = "full") -> str:
+    """The Designer's system message: its role and the contract for `kind` ("game" or "tool").
+
+    `form="compact"` (games only; tool use has no compact base) asks for a scaffold subclass:
+    the compact role, `CONTRACT_COMPACT` and `COMPACT_EXAMPLE`. `compact=True` keeps only the
+    essential rules of the full contract.
+    """
     if kind not in ("game", "tool"):
         raise ValueError(f"kind must be 'game' or 'tool', got {kind!r}")
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    if form == "compact" and kind == "game":
+        bullets = _bullets([text for text, _ in CONTRACT_COMPACT])
+        example = f"```python\n{COMPACT_EXAMPLE}\n```"
+        return f"{DESIGNER_ROLE_COMPACT}\n\nThe environment:\n{bullets}\n\nExample:\n{example}"
     rules = CONTRACT + (CONTRACT_GAME if kind == "game" else CONTRACT_TOOL)
     kept = [text for text, essential in rules if essential or not compact]
     role = DESIGNER_ROLE_COMPACT if compact else DESIGNER_ROLE
@@ -260,7 +305,8 @@ class DesignerPrompt:
     document_title: str | None
     """The grounding document's title if (part of) it was shown, else None."""
     compact: bool
-    """True when the compact contract was used to fit the budget."""
+    """True when a compact system message was used: the compact form, or the essential rules of
+    the full contract to fit the budget."""
 
     @property
     def chars(self) -> int:
@@ -278,6 +324,7 @@ def designer_prompt(
     kind: str | None = None,
     with_hint: bool = True,
     max_exemplars: int = MAX_EXEMPLARS,
+    form: str = "full",
 ) -> DesignerPrompt:
     """Render the Designer prompt (system + user) for one environment; see docs/designer.md.
 
@@ -285,18 +332,19 @@ def designer_prompt(
     the fixed part (full contract, or the compact one if the full one does not fit), the negative
     example, the exemplars in order (each whole, and only if `DOCUMENT_RESERVE_CHARS` or the whole
     document still fits after it), then the document cut to what is left. The fixed part is never
-    cut, so a budget below it gives a prompt longer than the budget.
+    cut, so a budget below it gives a prompt longer than the budget. `form` is the game form
+    (see `designer_system`); the compact form has one fixed part, never shortened.
     """
     kind = kind or kind_of_skill(skill)
     task = f"Write a new {difficulty_word} environment that trains the skill: {skill}."
     reply_format = REPLY_FORMAT if with_hint else REPLY_FORMAT_CODE_ONLY
-    system = designer_system(kind)
-    compact = False
+    system = designer_system(kind, form=form)
+    compact = form == "compact" and kind == "game"
 
     def fixed_chars(system_text: str) -> int:
         return len(system_text) + len(task) + 2 + len(reply_format)
 
-    if budget_chars is not None and fixed_chars(system) > budget_chars:
+    if not compact and budget_chars is not None and fixed_chars(system) > budget_chars:
         system, compact = designer_system(kind, compact=True), True
     left = None if budget_chars is None else budget_chars - fixed_chars(system)
 
@@ -349,6 +397,7 @@ def designer_messages(
     *,
     kind: str | None = None,
     with_hint: bool = True,
+    form: str = "full",
 ) -> list[Message]:
     """The messages of `designer_prompt` (same arguments)."""
     rendered = designer_prompt(
@@ -360,6 +409,7 @@ def designer_messages(
         budget_chars,
         kind=kind,
         with_hint=with_hint,
+        form=form,
     )
     return list(rendered.messages)
 

@@ -190,3 +190,36 @@ def test_difficulty_words() -> None:
         "hard",
         "level 4",
     ]
+
+
+# --- the compact form ---------------------------------------------------------------------------
+
+
+def test_compact_form_asks_for_a_scaffold_subclass_within_the_budget() -> None:
+    from spade import bundled
+
+    doc = bundled.grounding_documents()[0]
+    r = prompts.designer_prompt("Logical Deduction", "easy", doc, budget_chars=1500, form="compact")
+    system, user = (str(m["content"]) for m in r.messages)
+    assert r.compact and r.chars <= 1500
+    assert "QuestionEnv" in system and "GameEnv" in system and prompts.COMPACT_EXAMPLE in system
+    assert "reset(seed=None)" not in system  # not the full contract
+    assert user.startswith("Write a new easy environment that trains the skill: Logical")
+    assert r.document_title == doc["title"] and prompts.REPLY_FORMAT in user
+    full = prompts.designer_prompt("Logical Deduction", "easy", doc, budget_chars=1500)
+    assert "QuestionEnv" not in str(full.messages[0]["content"])
+
+
+def test_compact_form_is_for_games_only_and_checked() -> None:
+    tool = prompts.designer_prompt("Data Retrieval", form="compact")
+    assert "ToolUseBaseEnv" in str(tool.messages[0]["content"]) and not tool.compact
+    with pytest.raises(ValueError, match="form must be one of"):
+        prompts.designer_system("game", form="tiny")
+
+
+def test_the_compact_example_is_quoted_in_the_contract_page_and_is_admitted() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "environments.md").read_text()
+    assert prompts.COMPACT_EXAMPLE in page
+    from tests.test_scaffolds import TIMES
+
+    assert TIMES.rstrip("\n") == prompts.COMPACT_EXAMPLE  # the validator test admits TIMES
