@@ -11,6 +11,10 @@ The `Style` is drawn once per program and decides the structural choices shared 
 names, an optional done-guard, the invalid-move penalty, method order). Families add their own
 mechanics options, names and parameters on top, so two renders of one family rarely share the
 same token 5-grams.
+
+The compact form (`compact`, `compact_rendered`) uses the same placeholders for one scaffold
+subclass (`QuestionEnv` / `GameEnv`) without a Style: its variation comes from `pick` (names),
+`scale` (how a per-difficulty value is written) and each family's own variants.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class Rendered:
     hint: str
     skill: str
     family: str
+    form: str = "full"
+    """"full" (a complete file with its own reset/step) or "compact" (one scaffold subclass)."""
 
 
 @dataclass
@@ -274,3 +280,109 @@ def boxed(expr: str) -> str:
 
 def choose(rng: random.Random, *options: str) -> str:
     return rng.choice(options)
+
+
+# --- compact form: one class on a scaffold (QuestionEnv / GameEnv) ----------------------------
+
+
+def compact(
+    class_name: str,
+    base: str,
+    description: str,
+    parts: Sequence[str],
+    names: Mapping[str, str] | None = None,
+    blocks: Mapping[str, Sequence[str]] | None = None,
+) -> str:
+    """A compact program: `class <class_name>(<base>):`, a one-line docstring, then `parts`.
+
+    Each part is a class attribute line or a method, as text with the placeholders of the full
+    form (`$name` from `names`, a line `@block` from `blocks`), dedented here and indented into
+    the class; empty parts are left out. Methods are separated by one blank line (consecutive
+    class attribute lines stay together). The file needs
+    no imports: the runtime pre-fills `random`, `math`, `re`, `itertools`... and the scaffolds.
+    """
+    body: list[str] = []
+    for part in parts:
+        if not part.strip():
+            continue
+        text = _indent(_fill(part, blocks or {}, names or {}))
+        if (
+            body
+            and not text.lstrip().startswith("def ")
+            and not body[-1].lstrip().startswith("def ")
+        ):
+            body[-1] += "\n" + text  # class attributes stay together
+        else:
+            body.append(text)
+    head = f'class {class_name}({base}):\n    """{description}"""'
+    return "\n\n".join([head, *body]) + "\n"
+
+
+def compact_rendered(
+    rng: random.Random,
+    *,
+    skill: str,
+    family: str,
+    base: str,
+    class_names: Sequence[str],
+    descriptions: Sequence[str],
+    hints: Sequence[str],
+    parts: Sequence[str],
+    names: Mapping[str, str] | None = None,
+    blocks: Mapping[str, Sequence[str]] | None = None,
+) -> Rendered:
+    """Draw the class name, description and hint, then `compact(...)` as a compact `Rendered`.
+
+    Two structural variants shared by the QuestionEnv families are drawn here: a `return $ask,
+    <answer>` line (a `generate` returning its question) stays as it is or first binds the
+    question to a local (`question = $ask`), and a question without its own `\\boxed` format
+    may get an `instruction` class attribute (the scaffold's default instruction otherwise).
+    """
+    class_name = rng.choice(list(class_names))
+    description = rng.choice(list(descriptions))
+    hint = rng.choice(list(hints))
+    local = rng.choice(["", "", "question", "prompt"])
+    if local:
+        parts = [_bind_question(part, local) for part in parts]
+        blocks = {
+            key: _bind_question("\n".join(lines), local).split("\n") if lines else []
+            for key, lines in (blocks or {}).items()
+        }
+    instruction = rng.choice(["", "", "", *INSTRUCTIONS])
+    text = "\n".join([*parts, *(names or {}).values()])
+    if instruction and base == "QuestionEnv" and "boxed" not in text:
+        parts = [f'instruction = "{instruction}"', *parts]
+    code = compact(class_name, base, description, parts, names, blocks)
+    return Rendered(code, hint, skill, family, form="compact")
+
+
+INSTRUCTIONS = (
+    "Put your final answer in \\\\boxed{}.",
+    "End your reply with \\\\boxed{answer}.",
+)
+"""Instructions a compact QuestionEnv may set instead of the scaffold's default."""
+
+_RETURN_ASK = re.compile(r"^([ \t]*)return \$ask, (.+)$", re.MULTILINE)
+
+
+def _bind_question(text: str, local: str) -> str:
+    return _RETURN_ASK.sub(lambda m: f"{m[1]}{local} = $ask\n{m[1]}return {local}, {m[2]}", text)
+
+
+def pick(rng: random.Random, **options: Sequence[str]) -> dict[str, str]:
+    """One drawn value per keyword (in keyword order), e.g. identifier names for a template."""
+    return {key: rng.choice(list(values)) for key, values in options.items()}
+
+
+def scale(rng: random.Random, values: tuple[int, int, int]) -> str:
+    """Source of an expression worth `values[self.difficulty - 1]`, in one of several forms."""
+    a, b, c = values
+    forms = [f"({a}, {b}, {c})[self.difficulty - 1]", f"[{a}, {b}, {c}][self.difficulty - 1]"]
+    step = b - a
+    if step > 0 and c - b == step:
+        start = a - step
+        times = "self.difficulty" if step == 1 else f"{step} * self.difficulty"
+        forms.append(
+            times if start == 0 else f"{times} + {start}" if start > 0 else f"{times} - {-start}"
+        )
+    return rng.choice(forms)

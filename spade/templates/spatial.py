@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from spade.templates._kit import Rendered, Spec, Style, assemble
+from spade.templates._kit import Rendered, Spec, Style, assemble, compact_rendered, pick, scale
 
 SKILL = "Spatial Reasoning"
 
@@ -365,3 +365,337 @@ def solution(self):
 
 
 FAMILIES = {"grid_walk": grid_walk, "point_transform": point_transform, "path_trace": path_trace}
+
+
+# --- compact form -----------------------------------------------------------------------------
+
+
+def compact_grid_walk(rng: random.Random) -> Rendered:
+    """GameEnv: walk to a goal on a grid within a move budget."""
+    n = pick(
+        rng,
+        size=["size", "side", "n", "width"],
+        pos=["pos", "here", "me", "cur"],
+        goal=["goal", "exit", "flag", "home"],
+        budget=["budget", "fuel", "energy", "moves"],
+        steps=["steps", "deltas", "dirs", "compass"],
+    )
+    up, down, left, right = rng.choice(MOVE_WORDS)
+    n.update(up=up, down=down, left=left, right=right)
+    n["sizes"] = scale(rng, rng.choice([(5, 7, 9), (6, 8, 10), (5, 6, 8), (6, 7, 8)]))
+    n["slack"] = str(rng.choice([0, 1, 2, 3]))
+    corner = rng.random() < 0.5
+    if corner:
+        place = [
+            "self.$pos = (0, 0)",
+            "self.$goal = (rng.randint(2, self.$size - 1), rng.randint(2, self.$size - 1))",
+            "self.$budget = self.$goal[0] + self.$goal[1] + $slack",
+        ]
+    else:
+        place = [
+            "self.$pos = (rng.randint(0, 1), rng.randint(0, self.$size - 1))",
+            "self.$goal = (rng.randint(4, self.$size - 1), rng.randint(0, self.$size - 1))",
+            "self.$budget = sum(abs(a - b) for a, b in zip(self.$pos, self.$goal)) + $slack",
+        ]
+    n["table"] = '{"$up": (-1, 0), "$down": (1, 0), "$left": (0, -1), "$right": (0, 1)}'
+    n["view"] = rng.choice(
+        [
+            'f"You are at {self.$pos}."',
+            'f"At {self.$pos}, goal {self.$goal}."',
+            'f"Now at {self.$pos}."',
+        ]
+    )
+    n["intro"] = rng.choice(
+        [
+            'f"Go from {self.$pos} to {self.$goal} in {self.$budget} moves: $up/$down/$left/$right."',
+            'f"You {self.$pos}, goal {self.$goal}, grid {self.$size}, {self.$budget} moves."',
+        ]
+    )
+    start = """
+        def start(self, rng):
+            self.$size = $sizes
+            @place
+            return $intro
+        """
+    as_attribute = rng.random() < 0.5
+    lookup = "self.$steps[action.lower()]" if as_attribute else "$table[action.lower()]"
+    bounds = rng.choice(
+        [
+            ["if 0 <= r < self.$size and 0 <= c < self.$size:", "    self.$pos = (r, c)"],
+            ["self.$pos = (min(max(r, 0), self.$size - 1), min(max(c, 0), self.$size - 1))"],
+            ["if min(r, c) >= 0 and max(r, c) < self.$size:", "    self.$pos = (r, c)"],
+        ]
+    )
+    move = rng.choice(
+        [
+            f"""
+            def move(self, action):
+                dr, dc = {lookup}
+                r, c = self.$pos[0] + dr, self.$pos[1] + dc
+                @bounds
+                if self.$pos == self.$goal:
+                    return "Goal!", 1.0, True
+                if self.turn >= self.$budget:
+                    return "Out of moves.", 0.0, True
+                return $view, 0.0, False
+            """,
+            f"""
+            def move(self, action):
+                dr, dc = {lookup}
+                r, c = self.$pos[0] + dr, self.$pos[1] + dc
+                @bounds
+                won = self.$pos == self.$goal
+                if won or self.turn >= self.$budget:
+                    return ("Goal!" if won else "No moves left."), float(won), True
+                return $view, 0.0, False
+            """,
+        ]
+    )
+    solve = rng.choice(
+        [
+            """
+            def solve(self):
+                return ["$down"] * self.$goal[0] + ["$right"] * self.$goal[1]
+            """
+        ]
+        if corner
+        else [
+            """
+            def solve(self):
+                (r, c), (gr, gc) = self.$pos, self.$goal
+                return ["$down"] * (gr - r) + ["$right"] * (gc - c) + ["$left"] * (c - gc)
+            """,
+            """
+            def solve(self):
+                dc = self.$goal[1] - self.$pos[1]
+                side = ["$right"] * dc if dc > 0 else ["$left"] * -dc
+                return ["$down"] * (self.$goal[0] - self.$pos[0]) + side
+            """,
+        ]
+    )
+    return compact_rendered(
+        rng,
+        skill=SKILL,
+        family="grid_walk",
+        base="GameEnv",
+        class_names=["GridWalkEnv", "MazeRunEnv", "FindExitEnv", "RoverEnv", "NavigateEnv"],
+        descriptions=[
+            "Walk to a goal cell before the moves run out.",
+            "Navigate a small grid to the exit.",
+        ],
+        hints=[
+            "Compare your row and column with the goal's and only make moves that close the gap.",
+            "Plan the shortest route first; every wasted move costs budget.",
+        ],
+        parts=["$steps = $table" if as_attribute else "", start, move, solve],
+        names=n,
+        blocks={"place": place, "bounds": bounds},
+    )
+
+
+def compact_point_transform(rng: random.Random) -> Rendered:
+    """QuestionEnv: apply rotations, reflections and shifts to a point; name where it lands."""
+    n = pick(
+        rng,
+        ops=["ops", "steps", "moves", "plan"],
+        op=["op", "kind", "step"],
+        begin=["begin", "origin", "first", "p0"],
+        end=["end", "final", "where", "landing"],
+    )
+    pool = {
+        "rotate": ("rotate 90 degrees clockwise", "x, y = y, -x"),
+        "half": ("rotate 180 degrees", "x, y = -x, -y"),
+        "mirror": ("mirror in the x-axis", "y = -y"),
+        "flip": ("mirror in the y-axis", "x = -x"),
+        "swap": ("swap x and y", "x, y = y, x"),
+    }
+    kinds = rng.sample(sorted(pool), rng.choice([2, 3]))
+    shift = rng.random() < 0.5
+    chain: list[str] = []
+    for i, kind in enumerate(kinds):
+        chain += [
+            f'{"if" if i == 0 else "elif"} $op == "{kind}":',
+            f"    {pool[kind][1]}",
+            f'    $ops.append("{pool[kind][0]}")',
+        ]
+    if shift:
+        chain += [
+            "else:",
+            "    d = rng.randint(1, 5)",
+            "    x += d",
+            '    $ops.append(f"move {d} to the right")',
+        ]
+        kinds.append("shift")
+    else:
+        chain[-3] = "else:"
+    n["kinds"] = repr(kinds).replace("'", '"')
+    n["count"] = scale(rng, rng.choice([(1, 2, 3), (2, 3, 4), (2, 4, 6), (1, 3, 5)]))
+    n["draw"] = rng.choice(
+        ["rng.randint(3, 9), rng.randint(-9, -3)", "rng.randint(-9, -3), rng.randint(3, 9)"]
+    )
+    n["ask"] = rng.choice(
+        [
+            "f\"Start at {$begin}. Apply in order: {'; '.join($ops)}. Where does the point end? "
+            'Answer as \\\\boxed{{x, y}}."',
+            "f\"A point at {$begin} is moved by: {'; '.join($ops)}. Give its final "
+            'coordinates as \\\\boxed{{x, y}}."',
+        ]
+    )
+    checker = rng.choice(
+        [
+            """
+            def check(self, given):
+                return [int(v) for v in re.findall(r"-?\\d+", given)] == self.$end
+            """,
+            """
+            def check(self, given):
+                return given.replace(" ", "").strip("()") == f"{self.$end[0]},{self.$end[1]}"
+            """,
+        ]
+    )
+    generate = """
+        def generate(self, rng):
+            x, y = $draw
+            $begin = (x, y)
+            $ops = []
+            for _ in range($count):
+                $op = rng.choice($kinds)
+                @chain
+            self.$end = [x, y]
+            return $ask, f"{x}, {y}"
+        """
+    return compact_rendered(
+        rng,
+        skill=SKILL,
+        family="point_transform",
+        base="QuestionEnv",
+        class_names=[
+            "PointTransformEnv",
+            "PlaneMovesEnv",
+            "TransformerEnv",
+            "GeometryEnv",
+            "PlotEnv",
+        ],
+        descriptions=[
+            "Track a point through rotations, reflections and shifts.",
+            "Compose plane transformations and report the final coordinates.",
+        ],
+        hints=[
+            "Rotating 90 degrees clockwise sends (x, y) to (y, -x); apply the steps one by one.",
+            "Write the coordinates down after every step instead of composing in your head.",
+        ],
+        parts=[generate, checker],
+        names=n,
+        blocks={"chain": chain},
+    )
+
+
+def compact_path_trace(rng: random.Random) -> Rendered:
+    """QuestionEnv: follow a list of moves on a bounded or wrapping board; report the cell."""
+    n = pick(
+        rng,
+        rows=["rows", "height", "h"],
+        cols=["cols", "width", "w"],
+        moves=["moves", "route", "commands", "program"],
+        m=["m", "d", "cmd"],
+        end=["end", "cell", "stop"],
+    )
+    letters = rng.choice(["UDLR", "NSWE"])
+    n["letters"] = f'"{letters}"'
+    u, d, lft, rgt = list(letters)
+    n["table"] = f'{{"{u}": (-1, 0), "{d}": (1, 0), "{lft}": (0, -1), "{rgt}": (0, 1)}}'
+    board = rng.choice([(8, 8), (9, 7), (10, 10), (7, 12), (6, 9)])
+    n["board"] = f"{board[0]}, {board[1]}"
+    n["length"] = scale(rng, rng.choice([(6, 10, 16), (5, 9, 14), (8, 12, 20), (6, 12, 18)]))
+    wrap = rng.random() < 0.5
+    step = (
+        ["r, c = (r + dr) % $rows, (c + dc) % $cols"]
+        if wrap
+        else rng.choice(
+            [
+                ["r = min(max(r + dr, 0), $rows - 1)", "c = min(max(c + dc, 0), $cols - 1)"],
+                ["if 0 <= r + dr < $rows and 0 <= c + dc < $cols:", "    r, c = r + dr, c + dc"],
+            ]
+        )
+    )
+    n["rule"] = (
+        "The board wraps around at the edges."
+        if wrap
+        else rng.choice(
+            ["Moves off the board are ignored.", "A move that would leave the board does nothing."]
+        )
+    )
+    legend = f"{u}=up, {d}=down, {lft}=left, {rgt}=right"
+    n["ask"] = rng.choice(
+        [
+            f'f"A token starts at row {{r0}}, column {{c0}} of a {{$rows}}x{{$cols}} board (counting from 0). '
+            f'$rule Moves ({legend}): {{$moves}}. Where does it end? Answer \\\\boxed{{{{row, column}}}}."',
+            f'f"On a {{$rows}} by {{$cols}} grid (rows and columns from 0) start at ({{r0}}, {{c0}}) and follow '
+            f'{{$moves}} ({legend}). $rule Final cell as \\\\boxed{{{{row, column}}}}?"',
+        ]
+    )
+    walk = rng.choice(
+        [
+            [
+                "for $m in $moves:",
+                "    dr, dc = $table[$m]",
+                *("    " + line for line in step),
+            ],
+            [
+                "$table_name = $table",
+                "for $m in $moves:",
+                "    dr, dc = $table_name[$m]",
+                *("    " + line for line in step),
+            ],
+        ]
+    )
+    n["table_name"] = rng.choice(["delta", "offsets", "shift"])
+    draw = rng.choice(
+        [
+            '$moves = "".join(rng.choice($letters) for _ in range($length))',
+            "$moves = ''.join(rng.choices($letters, k=$length))",
+        ]
+    )
+    generate = """
+        def generate(self, rng):
+            $rows, $cols = $board
+            r0, c0 = rng.randrange($rows), rng.randrange($cols)
+            @draw
+            r, c = r0, c0
+            @walk
+            self.$end = [r, c]
+            return $ask, f"{r}, {c}"
+        """
+    checker = """
+        def check(self, given):
+            return [int(v) for v in re.findall(r"-?\\d+", given)] == self.$end
+        """
+    attempts = rng.choice([1, 1, 2])
+    return compact_rendered(
+        rng,
+        skill=SKILL,
+        family="path_trace",
+        base="QuestionEnv",
+        class_names=["PathTraceEnv", "TokenWalkEnv", "BoardMovesEnv", "TrackerEnv", "RobotEnv"],
+        descriptions=[
+            "Trace a token through a list of moves on a "
+            + ("wrapping" if wrap else "bounded")
+            + " board.",
+            "Mentally execute grid moves and report the final cell.",
+        ],
+        hints=[
+            "Net the vertical and horizontal moves separately"
+            + (", then wrap around." if wrap else ", but remember the edges stop you."),
+            "Follow the moves one at a time and keep the row and column written down.",
+        ],
+        parts=[f"attempts = {attempts}" if attempts > 1 else "", generate, checker],
+        names=n,
+        blocks={"walk": walk, "draw": [draw]},
+    )
+
+
+COMPACT_FAMILIES = {
+    "grid_walk": compact_grid_walk,
+    "point_transform": compact_point_transform,
+    "path_trace": compact_path_trace,
+}
