@@ -93,28 +93,38 @@ def print_summary(summary: dict[str, Any]) -> None:
         "iter",
         "valid designs",
         "designer reward",
-        "regret",
+        "regret (closed)",
+        "new-design regret [95% CI]",
         "plain win",
         "hinted win",
+        "agent/designer samples",
         "frontier/mastered/out",
         "turns",
         "s",
-        "overhead",
     ):
         table.add_column(column, justify="right")
     for m in summary["iterations"]:
         bands = m.get("bands") or {}
+        total = bands.get("total") or 0
+        shares = "-"
+        if total:
+            shares = "/".join(
+                f"{bands.get(k, 0) / total:.0%}" for k in ("frontier", "mastered", "out_of_reach")
+            )
+        new = m.get("new_design_regret")
+        new_text = "-" if not new else f"{new['mean']:+.2f} [{new['low']:+.2f}, {new['high']:+.2f}]"
         table.add_row(
             str(m["iteration"]),
             _fmt(m.get("valid_design_rate")),
             _fmt(m.get("designer_reward")),
             _fmt(m.get("regret")),
+            new_text,
             _fmt(m["plain_win_rate"]),
             _fmt(m.get("hinted_win_rate")),
-            f"{bands.get('frontier', 0)}/{bands.get('mastered', 0)}/{bands.get('out_of_reach', 0)}",
+            f"{m.get('agent_samples', 0)}/{m.get('designer_samples', 0)}",
+            shares,
             _fmt(m["mean_turns"]),
             f"{m['seconds']:.0f}",
-            f"{m['overhead']:.0%}",
         )
     console.print(table)
     for when, result in summary.get("eval", {}).items():
@@ -357,31 +367,47 @@ def bootstrap_cmd(
     minutes: float = 5.0,
     measure: bool = True,
     steps: int = 2000,
+    form: Literal["compact", "full"] = "compact",
+    lora_rank: int = 0,
+    learning_rate: float = 1e-4,
 ) -> int:
-    """Warm-start a model on the template families and seeds (cached), then measure it.
+    """Warm-start a model on both roles (template families and seeds, cached), then measure it.
 
     Args:
         model: `smollm2` (the embedded default), `tiny-test`, or a local checkpoint.
+        form: The Designer form it is taught (the `tiny-cpu` recipe uses `compact`).
+        lora_rank: Train LoRA adapters of this rank instead of all weights (0: all weights).
+        learning_rate: Peak learning rate (AdamW, 5% warm-up, cosine decay).
         steps: Most optimizer steps (training stops at `steps` or `minutes`, whichever is first).
         force: Rebuild even if a cached model exists.
         seed: Seed of the warm start.
         minutes: Training time budget (the default model trains 5 minutes; more writes better
             code, see docs/backends.md). A different budget is a different cached model.
-        measure: Report the share of valid Designer replies and the Agent's win rate on seeds.
+        measure: Report the share of admitted Designer replies (48, the loop's prompt) and the
+            Agent's win rate on the held-out evaluation set.
     """
-    from spade.backends.bootstrap import bootstrap
+    from spade.bootstrap import bootstrap
 
     if minutes <= 0 or steps <= 0:
         console.print(
             f"spade bootstrap: --minutes and --steps must be positive, got {minutes}, {steps}"
         )
         return 2
-    path = bootstrap(model, seed=seed, force=force, max_minutes=minutes, steps=steps)
+    path = bootstrap(
+        model,
+        seed=seed,
+        force=force,
+        max_minutes=minutes,
+        steps=steps,
+        form=form,
+        lora_rank=lora_rank,
+        learning_rate=learning_rate,
+    )
     console.print(f"warm-started model: {path}")
     if measure:
         from spade.warmstart import measure_model
 
-        report = measure_model(str(path), seed=seed)
+        report = measure_model(str(path), seed=seed, form=form)
         console.print(json.dumps(report, indent=2))
     return 0
 

@@ -32,12 +32,14 @@ def report(
     out: Path | None = None,
     top: int = 10,
 ) -> int:
-    """Plot a run directory into one self-contained HTML report (plus the PNGs).
+    """Plot a run directory into one self-contained HTML report (plus the PNGs), or an
+    experiment directory (`benchmarks/selfplay.py`) into its comparison plot and table.
 
     Works while the run is still going (the pool is opened read-only).
 
     Args:
-        run_dir: The run directory (config.json, pool.sqlite, metrics.jsonl, eval.json).
+        run_dir: The run directory (config.json, pool.sqlite, metrics.jsonl, eval.json), or an
+            experiment directory (experiment.json, one run directory per arm and seed).
         out: Output directory (default: RUN_DIR/report).
         top: Environments listed in the top-by-regret table.
     """
@@ -49,6 +51,15 @@ def report(
     except ImportError:
         return _usage_error("`spade report` needs matplotlib: pip install 'spade-rl[report]'")
     started = time.perf_counter()
+    if (run_dir / "experiment.json").exists():
+        from spade.experiment import build_report as build_experiment_report
+
+        try:
+            path = build_experiment_report(run_dir, out)
+        except FileNotFoundError as err:
+            return _usage_error(str(err))
+        print(f"wrote {path} in {time.perf_counter() - started:.1f} s")
+        return EXIT_OK
     try:
         path = build_report(run_dir, out, top)
     except (FileNotFoundError, PoolSchemaError) as err:

@@ -44,14 +44,20 @@ class ModelConfig:
     for the 135M default). None: torch's default."""
     lora_rank: int = 0
     """Train LoRA adapters of this rank instead of all weights (needs the `lora` extra); 0 = off."""
+    warm_start: bool = True
+    """Start the embedded default (`smollm2`) from its warm start (`spade bootstrap` for the
+    recipe's Designer form: ~5 minutes once, then cached). Without it the raw instruct model
+    writes no valid environment and wins nothing, so self-play has no signal."""
 
 
 @dataclasses.dataclass(frozen=True)
 class DesignConfig:
     envs_per_regen: int = 6
     """Environments requested from the Designer at every regeneration (paper 24)."""
-    regen_interval: int = 2
-    """Iterations between regenerations; the Designer's reward window (paper 4)."""
+    regen_interval: int = 1
+    """Iterations between regenerations; the Designer's reward window (paper 4). The small
+    recipe designs every iteration: the small model wins few pool environments, so the new
+    designs are what gives the Agent groups to learn from in every iteration."""
     skills: tuple[str, ...] = GAME_SKILLS
     """Skills the Designer is asked to target."""
     active_skills: int = 3
@@ -62,9 +68,10 @@ class DesignConfig:
     """How games are asked for: `compact` (a short subclass of the runtime's `QuestionEnv` or
     `GameEnv`, what the embedded model is warm-started on) or `full` (the whole contract, the
     paper's). Tool-use skills always get the full contract. Both forms are accepted everywhere."""
-    max_tokens: int = 1536
-    """Longest Designer reply (the environment code plus hint)."""
-    temperature: float = 1.0
+    max_tokens: int = 512
+    """Longest Designer reply (the environment code plus hint; a compact program with its hint
+    is 150-400 tokens)."""
+    temperature: float = 0.8
     """Designer sampling temperature."""
     prompt_budget_chars: int | None = 1500
     """Cap on the Designer prompt (grounding document truncated, exemplars dropped to fit);
@@ -120,6 +127,12 @@ class TrainConfig:
     iteration."""
     eval_seeds: int = 2
     """Episodes per held-out environment in those evaluations (seeds 0..N-1)."""
+    eval_set: Literal["bundled", "families"] = "families"
+    """The held-out environments: `bundled` (spade/heldout/, the setting's games or tool
+    tasks) or `families` (compact renders of template families that no warm start, pool or
+    Designer exemplar contains: `spade.warmdata.eval_programs`, games only)."""
+    eval_difficulty: int | None = None
+    """Constructor `difficulty=` of the held-out environments; None: each one's default."""
     model: Annotated[ModelConfig, tyro.conf.OmitArgPrefixes] = ModelConfig()
     """(flags without prefix: `--model PATH`, `--openai-base-url URL`...)"""
     design: DesignConfig = DesignConfig()
@@ -191,7 +204,9 @@ def load(path: Path) -> TrainConfig:
 # --- presets (`spade train --recipe NAME`; launchers in recipes/) ------------------------------
 
 TINY_CPU = TrainConfig()
-"""The default: the embedded SmolLM2-135M-Instruct on a laptop CPU, a bounded run."""
+"""The default: the embedded SmolLM2-135M-Instruct, warm-started (cached), on a laptop CPU, a
+bounded run: compact designs every iteration (`regen_interval=1`) at temperature 0.8, held-out
+evaluation on the held-out template families."""
 
 PAPER_GAMES = TrainConfig(
     run_dir=Path("runs/paper-games"),
@@ -204,10 +219,12 @@ PAPER_GAMES = TrainConfig(
         prompt_budget_chars=None,
         max_attempts=5,
         form="full",
+        temperature=1.0,
     ),
     play=PlayConfig(plays_per_env=8, active_envs=64, max_turns=25, max_tokens=4096),
     model=ModelConfig(model="Qwen/Qwen3-4B", max_context_tokens=32768, threads=None),
     eval_seeds=8,
+    eval_set="bundled",
     ppo=PPOConfig(
         learning_rate=1e-6,
         weight_decay=0.1,

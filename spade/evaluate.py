@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from spade.backends.base import Policy, SamplingParams
 from spade.rollout import PlayRequest, Rollout, play
@@ -89,10 +90,12 @@ async def evaluate(
     params: SamplingParams,
     max_turns: int,
     max_context_tokens: int | None = None,
+    kwargs: Mapping[str, Any] | None = None,
 ) -> EvalResult:
-    """Each program played once per seed (without hint); see the module docstring."""
+    """Each program played once per seed (without hint), built with constructor `kwargs` (for
+    example `{"difficulty": 1}`); see the module docstring."""
     seeds = list(seeds)
-    requests = [PlayRequest(p, s) for p in programs for s in seeds]
+    requests = [PlayRequest(p, s, kwargs=dict(kwargs or {})) for p in programs for s in seeds]
     rollouts = await play(
         policy,
         sandbox,

@@ -37,12 +37,19 @@ from spade.backends.base import Completion, Policy, Sample, SamplingParams, Trai
 from spade.config import TrainConfig
 from spade.designer import SkillRotation
 from spade.pool import EpisodeRow, Pool
-from spade.rewards import INVALID_DESIGN_REWARD, group_advantages, win_rate_of
+from spade.rewards import (
+    INVALID_DESIGN_REWARD,
+    group_advantages,
+    paired_win_difference,
+    win_rate_of,
+)
 from spade.rollout import PlayRequest, Rollout, play
 from spade.rundir import LoopState
 from spade.sandbox import Sandbox
 from spade.types import Program
 from spade.windows import DesignerReward, close_windows, pending_item
+
+BANDS = ("frontier", "mastered", "out_of_reach")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,17 +125,29 @@ def run_iteration(
 
     plain = [r for r in rollouts if not r.request.hinted]
     hinted = [r for r in rollouts if r.request.hinted]
+    plain_of = {(r.request.program.env_id, r.request.seed): r.return_ for r in plain}
+    pairs = [
+        (r.return_, plain_of[key])
+        for r in hinted
+        if (key := (r.request.program.env_id, r.request.seed)) in plain_of
+    ]
+    bands = pool.record_bands(it)
     total = time.perf_counter() - started
     metrics.update(
         plain_win_rate=win_rate_of(r.return_ for r in plain),
         hinted_win_rate=win_rate_of(r.return_ for r in hinted) if hinted else None,
         episodes=len(rollouts),
+        hinted_episodes=len(hinted),
         env_errors=sum(1 for r in rollouts if r.error),
         mean_turns=sum(len(r.episode.turns) for r in rollouts) / max(len(rollouts), 1),
         tokens=sum(r.tokens for r in rollouts),
         agent_samples=len(agent_samples),
         designer_samples=len(designer_samples),
-        bands=pool.record_bands(it),
+        update_tokens=sum(len(s.token_ids) for s in agent_samples + designer_samples),
+        agent_update_tokens=sum(len(s.token_ids) for s in agent_samples),
+        new_design_regret=paired_win_difference(pairs),
+        bands=bands,
+        band_shares={k: bands[k] / bands["total"] if bands.get("total") else 0.0 for k in BANDS},
         loss=losses,
         seconds=total,
         model_seconds=clock.get("model_s", 0.0),

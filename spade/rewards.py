@@ -88,6 +88,24 @@ def win_rate_of(returns: Iterable[float]) -> float:
     return sum(1 for r in returns if r > 0) / len(returns) if returns else 0.0
 
 
+def paired_win_difference(
+    pairs: Sequence[tuple[float, float]], z: float = 1.96
+) -> dict[str, float] | None:
+    """Hinted minus plain win rate over paired plays (same environment, same seed): the mean of
+    the per-pair differences of wins (1 / 0), with a normal-approximation 95% interval on it
+    (clipped to [-1, 1]). None without pairs. One pair gives an interval of the whole range."""
+    if not pairs:
+        return None
+    diffs = [float(h > 0) - float(p > 0) for h, p in pairs]
+    n = len(diffs)
+    mean = sum(diffs) / n
+    if n == 1:
+        return {"mean": mean, "low": -1.0, "high": 1.0, "pairs": 1}
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+    half = z * sd / math.sqrt(n)
+    return {"mean": mean, "low": max(-1.0, mean - half), "high": min(1.0, mean + half), "pairs": n}
+
+
 def regret(hinted_returns: Sequence[float], plain_returns: Sequence[float]) -> float:
     """mean(hinted) - mean(plain). Both arms must be non-empty and the same length.
 

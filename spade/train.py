@@ -29,13 +29,21 @@ from spade.sandbox import Sandbox
 from spade.types import GAME_SKILLS, TOOL_SKILLS, Program, Verdict
 
 
-def resolve_model(model: ModelConfig, seed: int = 0, progress: bool = True) -> str:
+def resolve_model(
+    model: ModelConfig, seed: int = 0, progress: bool = True, form: str = "compact"
+) -> str:
     """The model folder to load: the embedded names (`smollm2`, `tiny-test`) become their cached
-    folders (fetched / built on first use); anything else is passed on as given."""
+    folders (fetched / built on first use), and the embedded default is warm-started for the
+    Designer `form` first (`spade bootstrap`, cached) unless `model.warm_start` is off; anything
+    else is passed on as given."""
     if model.openai_base_url:
         return model.model  # the served model's name
     from spade.backends.local import model_path
 
+    if model.warm_start and model.model == "smollm2":
+        from spade.bootstrap import bootstrap
+
+        return str(bootstrap(model.model, form=form, progress=progress))
     return model_path(model.model, progress=progress)
 
 
@@ -92,7 +100,12 @@ def seed_pool(pool: Pool, cfg: TrainConfig) -> int:
 
 
 def heldout_for(cfg: TrainConfig) -> list[Program]:
-    """Held-out environments of the setting: games, tool use, or both."""
+    """Held-out environments of the setting (`cfg.eval_set`): the bundled games, tool tasks or
+    both, or the compact renders of the held-out template families."""
+    if cfg.eval_set == "families":
+        from spade.warmdata import eval_programs
+
+        return eval_programs()
     games = any(s in GAME_SKILLS for s in cfg.design.skills)
     tools = any(s in TOOL_SKILLS for s in cfg.design.skills)
     return [
@@ -124,7 +137,8 @@ def train(
     if not resume:
         config_io.save(cfg, run_dir / "config.json")
     if models is None:
-        models = build_models(cfg, resolve_model(cfg.model, cfg.seed, progress_bars))
+        path = resolve_model(cfg.model, cfg.seed, progress_bars, cfg.design.form)
+        models = build_models(cfg, path)
     reward_fn = make_designer_reward(cfg.designer_reward)
     documents = bundled.grounding_documents() if cfg.design.grounding else []
     event_loop = asyncio.new_event_loop()
@@ -215,6 +229,7 @@ async def _heldout(models: Models, sandbox: Sandbox, cfg: TrainConfig) -> EvalRe
         params=params,
         max_turns=cfg.play.max_turns,
         max_context_tokens=cfg.model.max_context_tokens,
+        kwargs=None if cfg.eval_difficulty is None else {"difficulty": cfg.eval_difficulty},
     )
 
 

@@ -1,8 +1,12 @@
 """Measure a (warm-started) model in both roles, as `spade bootstrap` reports it.
 
-- Designer: one batched design call per skill, every reply through the real validator, with the
-  bundled seeds as the duplicate pool (a memorised copy of a training program does not count);
-- Agent: the game seeds played without hints; win rate with its 95% interval.
+- Designer: one batched design call over the game skills with the loop's own Designer prompt
+  (the embedded model's budget, the recipe's form, a random grounding document each), every
+  reply through the real validator with the bundled seeds as the duplicate pool; how many are
+  near-duplicates of a warm-start training program, and which form each uses;
+- Agent: the held-out evaluation set (`spade.warmdata.eval_programs`, families no warm start
+  or arm trains on) and the bundled held-out games at difficulty 1, played without hints; win
+  rates with their 95% intervals.
 """
 
 from __future__ import annotations
@@ -10,36 +14,73 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from spade import bundled
 from spade.backends.base import SamplingParams
 from spade.config import ModelConfig
 from spade.designer import design
-from spade.evaluate import evaluate
+from spade.evaluate import EvalResult, evaluate
 from spade.prompts import TINY_BUDGET_CHARS
 from spade.sandbox import Sandbox
 from spade.types import GAME_SKILLS
-from spade.validate import ValidatorConfig, validate_many
+from spade.validate import ValidatorConfig, shingles, validate_many
+from spade.warmdata import eval_programs
+
+
+def form_of(code: str) -> str:
+    """`compact` for a subclass of a scaffold (`QuestionEnv` / `GameEnv`), else `full`."""
+    from spade.sandbox.runtime import SCAFFOLD_NAMES
+
+    return "compact" if any(f"({name})" in code for name in SCAFFOLD_NAMES) else "full"
+
+
+def nearest_training_similarity(code: str, training: Sequence[frozenset[Any]]) -> float:
+    """The highest token 5-gram Jaccard similarity of `code` to a training program."""
+    mine = shingles(code)
+    return max((len(mine & t) / max(len(mine | t), 1) for t in training), default=0.0)
+
+
+def training_programs(seed: int = 0, form: str = "compact") -> list[str]:
+    """The code of the Designer targets of the default warm start (to spot memorised copies)."""
+    from spade import templates
+    from spade.warmdata import eval_families
+
+    exclude = set(eval_families())
+    families = [f for f in sorted(templates.FAMILIES) if f not in exclude]
+    count = 1500 if form == "compact" else 3000
+    rendered = templates.render_many(count, seed=seed, form=form, families=families)
+    return [r.code for r in rendered]
+
+
+def _rate(result: EvalResult) -> dict[str, Any]:
+    low, high = result.overall.interval
+    return {
+        "episodes": result.overall.episodes,
+        "win_rate": round(result.overall.rate, 3),
+        "win_rate_95ci": [round(low, 3), round(high, 3)],
+    }
 
 
 def measure_model(
     path: str,
     *,
     seed: int = 0,
-    designs_per_skill: int = 4,
-    agent_seeds: int = 1,
+    designs_per_skill: int = 8,
+    form: str = "compact",
+    eval_seeds: int = 4,
     max_turns: int = 6,
     temperature: float = 0.8,
-    top_p: float = 1.0,
+    max_tokens: int = 512,
     agent_temperature: float = 1.0,
     keep_replies: bool = False,
 ) -> dict[str, Any]:
-    """Designer: `designs_per_skill` designs per game skill, sampled at `temperature` / `top_p`
-    (the Designer prompt of the loop under the embedded model's budget, a random grounding
-    document each), validated for real with the seeds as duplicate pool. Agent: the game seeds
-    at `agent_seeds` seeds each, up to `max_turns` turns, without hints. `keep_replies` adds the
-    Designer replies and verdicts to the report (for inspection)."""
+    """Designer: `designs_per_skill` designs per game skill (48 by default) at `temperature`
+    (the `tiny-cpu` recipe's), up to `max_tokens` each,
+    validated for real with the seeds as duplicate pool. Agent: the evaluation set and the
+    held-out games at difficulty 1, `eval_seeds` seeds each, up to `max_turns` turns, no hints.
+    `keep_replies` adds the Designer replies and verdicts to the report (for inspection)."""
     from spade.train import local_backend
 
     started = time.monotonic()
@@ -52,42 +93,64 @@ def measure_model(
         skills_per_env=skills,
         rng=random.Random(seed),
         documents=bundled.grounding_documents(),
-        params=SamplingParams(max_tokens=1536, temperature=temperature, top_p=top_p, seed=seed),
+        params=SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed),
         budget_chars=TINY_BUDGET_CHARS,
+        form=form,
     )
+    design_seconds = time.monotonic() - started
     programs = [a.program for a in attempts if a.program is not None]
     seeds = bundled.seed_programs()
-    games = [p for p in seeds if p.skill in GAME_SKILLS]
+    heldout = [p for p in bundled.heldout_programs() if p.skill in GAME_SKILLS]
+    evaluation = eval_programs()
+    params = SamplingParams(max_tokens=48, temperature=agent_temperature, seed=seed)
 
-    async def run() -> tuple[list[Any], Any]:
+    async def run() -> tuple[list[Any], EvalResult, EvalResult]:
         async with Sandbox() as sandbox:
             verdicts = await validate_many(programs, sandbox, ValidatorConfig(), pool=seeds)
-            result = await evaluate(
+            on_eval = await evaluate(
                 policy,
                 sandbox,
-                games,
-                seeds=range(agent_seeds),
-                params=SamplingParams(max_tokens=48, temperature=agent_temperature, seed=seed),
+                evaluation,
+                seeds=range(eval_seeds),
+                params=params,
                 max_turns=max_turns,
             )
-            return verdicts, result
+            on_heldout = await evaluate(
+                policy,
+                sandbox,
+                heldout,
+                seeds=range(eval_seeds),
+                params=params,
+                max_turns=max_turns,
+                kwargs={"difficulty": 1},
+            )
+            return verdicts, on_eval, on_heldout
 
-    verdicts, agent = asyncio.run(run())
+    verdicts, on_eval, on_heldout = asyncio.run(run())
+    admitted = [p for p, v in zip(programs, verdicts) if v.admitted]
+    training = [shingles(code) for code in training_programs(seed, form)]
+    near = [nearest_training_similarity(p.code, training) for p in admitted]
     failures: dict[str, int] = {}
     for v in verdicts:
         for f in v.failures[:1]:
             failures[f.check] = failures.get(f.check, 0) + 1
-    low, high = agent.overall.interval
-    report = {
+    forms: dict[str, int] = {}
+    for p in admitted:
+        forms[form_of(p.code)] = forms.get(form_of(p.code), 0) + 1
+    report: dict[str, Any] = {
         "designer_attempts": len(attempts),
         "designer_extracted": len(programs),
-        "designer_valid": sum(v.admitted for v in verdicts),
-        "designer_valid_rate": sum(v.admitted for v in verdicts) / max(len(attempts), 1),
+        "designer_admitted": len(admitted),
+        "designer_admitted_rate": round(len(admitted) / max(len(attempts), 1), 3),
+        "admitted_by_form": forms,
+        "admitted_near_duplicates_of_training": sum(s >= 0.9 for s in near),
+        "admitted_exact_copies_of_training": sum(s >= 1.0 for s in near),
+        "admitted_max_training_similarity": [round(s, 2) for s in sorted(near)],
         "designer_first_failures": failures,
-        "agent_episodes": agent.overall.episodes,
-        "agent_win_rate_on_seeds": agent.overall.rate,
-        "agent_win_rate_95ci": [round(low, 3), round(high, 3)],
-        "agent_wins_by_skill": {k: v.wins for k, v in sorted(agent.by_skill.items())},
+        "designer_seconds": round(design_seconds, 1),
+        "agent_on_eval_set": {**_rate(on_eval), "environments": len(evaluation)},
+        "agent_on_heldout_games_difficulty_1": {**_rate(on_heldout), "environments": len(heldout)},
+        "agent_eval_wins_by_skill": {k: v.wins for k, v in sorted(on_eval.by_skill.items())},
         "seconds": round(time.monotonic() - started, 1),
     }
     if keep_replies:

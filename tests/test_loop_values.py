@@ -283,9 +283,17 @@ def test_iteration_metrics(blend_run) -> None:
     _, summary, _ = blend_run
     first, second = summary["iterations"]
     assert (first["episodes"], second["episodes"]) == (24, 12)
+    assert (first["hinted_episodes"], second["hinted_episodes"]) == (12, 0)
+    assert second["update_tokens"] == second["agent_update_tokens"] > 0  # no window closed
     assert (first["tokens"], second["tokens"]) == (504, 204)
     assert first["plain_win_rate"] == second["plain_win_rate"] == 0.5
     assert (first["hinted_win_rate"], second["hinted_win_rate"]) == (1.0, None)
+    # 12 (hinted, plain) pairs on the same seeds: 6 hinted-win/plain-loss (+1), 6 both won (0)
+    regret = first["new_design_regret"]
+    assert regret["pairs"] == 12 and regret["mean"] == 0.5
+    assert regret["low"] == pytest.approx(0.5 - 1.96 * (3 / 11) ** 0.5 / 12**0.5)
+    assert second["new_design_regret"] is None  # nothing new designed at iteration 2
+    assert first["band_shares"] == {"frontier": 1.0, "mastered": 0.0, "out_of_reach": 0.0}
     assert first["mean_turns"] == second["mean_turns"] == 1.0
     assert first["env_errors"] == second["env_errors"] == 0
     assert (first["design_attempts"], first["solution_errors"]) == (4, 0)

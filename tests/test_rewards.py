@@ -334,3 +334,26 @@ def test_designer_advantages_centre_per_group():
     assert designer_advantages([], [], scale=3.0) == []
     with pytest.raises(ValueError, match="2 rewards but 1 group keys"):
         designer_advantages([1.0, 0.0], ["g"], scale=1.0)
+
+
+def test_paired_win_difference_is_hinted_minus_plain_wins_with_an_interval():
+    from spade.rewards import paired_win_difference
+
+    assert paired_win_difference([]) is None
+    assert paired_win_difference([(1.0, 0.0)]) == {
+        "mean": 1.0,
+        "low": -1.0,
+        "high": 1.0,
+        "pairs": 1,
+    }
+    # wins are returns > 0: a -0.5 loss and a 0 draw are both "no win"
+    pairs = [(1.0, 0.0), (1.0, 1.0), (0.0, -0.5), (0.5, 0.0)]
+    out = paired_win_difference(pairs)
+    assert out is not None and out["mean"] == 0.5 and out["pairs"] == 4
+    sd = (4 * 0.25 / 3) ** 0.5  # differences 1, 0, 0, 1 around 0.5
+    assert out["low"] == pytest.approx(0.5 - 1.96 * sd / 2)
+    assert out["high"] == 1.0  # 0.5 + 1.96 * sd / 2 = 1.07, clipped
+    same = paired_win_difference([(1.0, 1.0)] * 5)
+    assert same == {"mean": 0.0, "low": 0.0, "high": 0.0, "pairs": 5}
+    wide = paired_win_difference([(1.0, 0.0), (0.0, 1.0)])
+    assert wide is not None and (wide["low"], wide["high"]) == (-1.0, 1.0)  # clipped

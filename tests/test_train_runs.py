@@ -67,7 +67,7 @@ def test_the_heldout_set_follows_the_setting() -> None:
     from spade.types import GAME_SKILLS, TOOL_SKILLS
 
     def skills(*names: str) -> set[str]:
-        cfg = TrainConfig(design=DesignConfig(skills=names))
+        cfg = TrainConfig(design=DesignConfig(skills=names), eval_set="bundled")
         return {p.skill for p in train_mod.heldout_for(cfg)}
 
     everything = {p.skill for p in bundled.heldout_programs()}
@@ -75,6 +75,11 @@ def test_the_heldout_set_follows_the_setting() -> None:
     assert skills(TOOL_SKILLS[0]) == everything & set(TOOL_SKILLS) != set()
     assert skills(GAME_SKILLS[0], TOOL_SKILLS[0]) == everything
     assert skills("Magic Numbers") == set()
+    from spade.warmdata import eval_programs
+
+    families = train_mod.heldout_for(TrainConfig())  # the default: held-out template families
+    assert [p.code for p in families] == [p.code for p in eval_programs()]
+    assert {p.skill for p in families} == set(GAME_SKILLS)
 
 
 def test_separate_designer_trains_each_role_on_its_own_samples(tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ from spade.backends.base import (
     SamplingParams,
 )
 from spade.backends.ppo import pack_micro_batches, ppo_loss, token_logprobs
-from spade.backends.sampling import PrefixCache, generate, row_seeds
+from spade.backends.sampling import PrefixCache, cache_kwarg, generate, new_cache, row_seeds
 
 
 @dataclass(frozen=True)
@@ -382,11 +382,15 @@ class LocalBackend:
         metrics["step"] = float(self.step)
         return metrics
 
-    def sft_step(self, samples: Sequence[Sample]) -> dict[str, float]:
+    def sft_step(self, samples: Sequence[Sample], prompt_gradient: bool = True) -> dict[str, float]:
         """One AdamW step of supervised fine-tuning: mean NLL of the masked tokens.
 
         The output layer runs only at the trained positions (a long prompt costs no vocabulary
         projection), under the backend's precision (bf16 autocast for "bf16-mixed").
+        `prompt_gradient=False` runs each sequence's untrained prefix (its prompt) forward
+        without gradient and trains on the rest through that key-value cache: the prompt costs
+        one forward pass instead of a forward and a backward, and no gradient flows through how
+        the prompt is encoded (an approximation the warm start can choose; PPO never does).
         """
         import torch.nn.functional as F
 
@@ -397,17 +401,37 @@ class LocalBackend:
         self.model.eval()
         decoder, head = self.model.get_decoder(), self.model.get_output_embeddings()
         total = 0.0
-        for idx in pack_micro_batches(
-            [len(s.token_ids) for s in samples], self.config.ppo.micro_batch_tokens
-        ):
+        groups = (
+            pack_micro_batches(
+                [len(s.token_ids) for s in samples], self.config.ppo.micro_batch_tokens
+            )
+            if prompt_gradient
+            else [[i] for i in range(len(samples))]
+        )
+        for idx in groups:
             batch = self._collate([samples[i] for i in idx])
-            select = batch["mask"].bool()
+            ids, attn = batch["ids"][:, :-1], batch["attn"][:, :-1]
+            targets, select = batch["ids"][:, 1:], batch["mask"].bool()
+            start = 0
+            if not prompt_gradient and select.any():  # one sequence: inputs before its first target
+                start = int(select[0].nonzero()[0])
             with self._autocast() or nullcontext():
+                cache = {}
+                if start:
+                    cache = {cache_kwarg(self.model): new_cache(self.model)}
+                    with torch.no_grad():
+                        decoder(
+                            input_ids=ids[:, :start],
+                            attention_mask=attn[:, :start],
+                            use_cache=True,
+                            **cache,
+                        )
                 hidden = decoder(
-                    input_ids=batch["ids"][:, :-1], attention_mask=batch["attn"][:, :-1]
+                    input_ids=ids[:, start:], attention_mask=attn, **cache
                 ).last_hidden_state
-                logits = head(hidden[select]).float()
-            loss = F.cross_entropy(logits, batch["ids"][:, 1:][select], reduction="sum") / n_tok
+                logits = head(hidden[select[:, start:]]).float()
+            loss = F.cross_entropy(logits, targets[:, start:][select[:, start:]], reduction="sum")
+            loss = loss / n_tok
             loss.backward()
             total += float(loss.detach())
         max_norm = (

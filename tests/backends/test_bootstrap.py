@@ -9,11 +9,10 @@ import pytest
 pytest.importorskip("torch")
 
 from spade.backends import SamplingParams
-from spade.backends.bootstrap import (
+from spade.bootstrap import _sequences, bootstrap
+from spade.warmdata import (
     PLAIN_FORMAT,
     Example,
-    _sequences,
-    bootstrap,
     prompts_format,
     replay_many,
     replay_solutions,
@@ -72,6 +71,36 @@ def test_bootstrap_learns_its_examples_and_caches_the_result(make_local, tmp_pat
         == path
     )
     assert (path / "model.safetensors").stat().st_mtime_ns == stamp  # cached, not retrained
+
+
+def test_lora_bootstrap_is_merged_into_a_plain_model_folder(make_local, tmp_path):
+    pytest.importorskip("peft")
+    path = bootstrap(
+        "tiny-test",
+        examples=EXAMPLES,
+        steps=30,
+        learning_rate=3e-2,
+        batch_tokens=64,
+        designer_share=0.5,
+        lora_rank=8,
+        output=tmp_path / "lora",
+        progress=False,
+    )
+    meta = json.loads((path / "spade_bootstrap.json").read_text())
+    assert meta["lora_rank"] == 8 and meta["steps"] == 30
+    assert not (path / "adapter_config.json").exists()  # merged: an ordinary checkpoint
+    import torch
+
+    learned, base = make_local(model=str(path)), make_local()
+    assert learned.num_parameters == base.num_parameters
+    changed = [
+        name
+        for (name, a), (_, b) in zip(
+            learned.model.named_parameters(), base.model.named_parameters()
+        )
+        if not torch.equal(a, b)
+    ]
+    assert changed and all("lora" not in n for n in changed)  # the adapters were merged in
 
 
 @pytest.mark.parametrize("fmt", [PLAIN_FORMAT, None], ids=["plain", "spade.prompts"])

@@ -221,3 +221,26 @@ def test_sft_step_takes_the_mean_nll_of_the_trained_tokens(make_local):
     assert sum(new) > sum(trained)  # the step raised the likelihood of the targets
     with pytest.raises(ValueError, match="trained tokens"):
         backend.sft_step([Sample((1, 2), (0, 0), (0.0, 0.0), 0.0, "agent")])
+
+
+def test_sft_step_without_prompt_gradient_has_the_same_loss_and_skips_the_prompts_gradient(
+    make_local,
+):
+    """The prompt runs forward without gradient: the same NLL, a different (smaller) gradient
+    (nothing flows through the prompt's encoding), and the targets still become likelier."""
+    samples = [_sample(4, 0.0), _sample(2, 0.0, offset=30)]
+    full, stopped = make_local(learning_rate=1e-2), make_local(learning_rate=1e-2)
+    before = full.score(samples)
+    a = full.sft_step(samples)
+    b = stopped.sft_step(samples, prompt_gradient=False)
+    assert b["nll"] == pytest.approx(a["nll"], rel=1e-5)
+    assert b["trained_tokens"] == a["trained_tokens"] == 6.0
+    assert 0 < b["grad_norm"] != pytest.approx(a["grad_norm"], rel=1e-3)
+    after = stopped.score(samples)
+    trained = [
+        (lp0, lp1)
+        for s, x, y in zip(samples, before, after)
+        for lp0, lp1, m in zip(x, y, s.loss_mask)
+        if m
+    ]
+    assert sum(y for _, y in trained) > sum(x for x, _ in trained)

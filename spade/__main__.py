@@ -1,0 +1,5 @@
+"""`python -m spade`: the same as the `spade` command."""
+
+from spade.cli import main
+
+raise SystemExit(main())
