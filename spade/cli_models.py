@@ -364,12 +364,13 @@ def bootstrap_cmd(
     model: str = "smollm2",
     force: bool = False,
     seed: int = 0,
-    minutes: float = 5.0,
+    minutes: float = 5.5,
     measure: bool = True,
     steps: int = 2000,
     form: Literal["compact", "full"] = "compact",
     lora_rank: int = 0,
-    learning_rate: float = 1e-4,
+    trainable_layers: int = 10,
+    learning_rate: float = 3e-4,
 ) -> int:
     """Warm-start a model on both roles (template families and seeds, cached), then measure it.
 
@@ -377,12 +378,13 @@ def bootstrap_cmd(
         model: `smollm2` (the embedded default), `tiny-test`, or a local checkpoint.
         form: The Designer form it is taught (the `tiny-cpu` recipe uses `compact`).
         lora_rank: Train LoRA adapters of this rank instead of all weights (0: all weights).
+        trainable_layers: Train only the top N decoder layers (0: every layer).
         learning_rate: Peak learning rate (AdamW, 5% warm-up, cosine decay).
         steps: Most optimizer steps (training stops at `steps` or `minutes`, whichever is first).
         force: Rebuild even if a cached model exists.
         seed: Seed of the warm start.
-        minutes: Training time budget (the default model trains 5 minutes; more writes better
-            code, see docs/backends.md). A different budget is a different cached model.
+        minutes: Training time budget (the default trains 5.5 minutes; more writes better
+            code, see docs/warmstart.md). A different budget is a different cached model.
         measure: Report the share of admitted Designer replies (48, the loop's prompt) and the
             Agent's win rate on the held-out evaluation set.
     """
@@ -401,6 +403,7 @@ def bootstrap_cmd(
         steps=steps,
         form=form,
         lora_rank=lora_rank,
+        trainable_layers=trainable_layers or None,
         learning_rate=learning_rate,
     )
     console.print(f"warm-started model: {path}")

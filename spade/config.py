@@ -131,8 +131,10 @@ class TrainConfig:
     """The held-out environments: `bundled` (spade/heldout/, the setting's games or tool
     tasks) or `families` (compact renders of template families that no warm start, pool or
     Designer exemplar contains: `spade.warmdata.eval_programs`, games only)."""
-    eval_difficulty: int | None = None
-    """Constructor `difficulty=` of the held-out environments; None: each one's default."""
+    eval_difficulty: int | None = 1
+    """Constructor `difficulty=` of the held-out environments; None: each one's default. The small
+    recipe evaluates at 1 (easy): at their default the warm-started 135M model wins almost
+    none of them, and an evaluation that is always 0 cannot show learning."""
     model: Annotated[ModelConfig, tyro.conf.OmitArgPrefixes] = ModelConfig()
     """(flags without prefix: `--model PATH`, `--openai-base-url URL`...)"""
     design: DesignConfig = DesignConfig()
@@ -225,6 +227,7 @@ PAPER_GAMES = TrainConfig(
     model=ModelConfig(model="Qwen/Qwen3-4B", max_context_tokens=32768, threads=None),
     eval_seeds=8,
     eval_set="bundled",
+    eval_difficulty=None,
     ppo=PPOConfig(
         learning_rate=1e-6,
         weight_decay=0.1,

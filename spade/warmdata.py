@@ -356,15 +356,39 @@ def template_examples(
     return examples
 
 
-def warm_start_examples(seed: int = 0, form: str = "compact") -> list[Example]:
+COMPACT_FAMILIES = (
+    "arithmetic",
+    "assignment",
+    "broken_chain",
+    "clue_number",
+    "grid_rule",
+    "path_trace",
+)
+"""The template families of the compact warm start: the shortest compact family of each game
+skill, the evaluation families left out. Six families instead of twelve lets five minutes of a
+2-core CPU show the small model each one about three times as often; measured in
+docs/warmstart.md (admitted designs and final NLL against all twelve)."""
+
+
+def warm_start_examples(
+    seed: int = 0, form: str = "compact", families: Sequence[str] | None = None
+) -> list[Example]:
     """The default warm-start data for a recipe's Designer `form` (see the module docstring):
     compact (games only, like the recipe that uses it): 1,500 compact template programs as
     Designer turns, Agent turns from 800 of them and from the game seeds; full: 3,000 full
     template programs and the seeds as Designer turns, Agent turns from 120 of them and the
-    seeds. The evaluation families are left out of both."""
-    from spade import prompts
+    seeds. The evaluation families are left out of both. `families` restricts the template
+    families (None: `COMPACT_FAMILIES` for the compact form, every family but the evaluation
+    ones for the full form)."""
+    from spade import prompts, templates
 
-    held_out = eval_families()
+    if families is None and form == "compact":
+        families = COMPACT_FAMILIES
+    held_out = tuple(
+        f
+        for f in sorted(templates.FAMILIES)
+        if f in eval_families() or (families is not None and f not in families)
+    )
     if form == "compact":
         fmt = prompts_format(form="compact")
         designer = template_examples(

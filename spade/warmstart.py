@@ -5,8 +5,8 @@
   reply through the real validator with the bundled seeds as the duplicate pool; how many are
   near-duplicates of a warm-start training program, and which form each uses;
 - Agent: the held-out evaluation set (`spade.warmdata.eval_programs`, families no warm start
-  or arm trains on) and the bundled held-out games at difficulty 1, played without hints; win
-  rates with their 95% intervals.
+  or arm trains on, at difficulty 1 by default) and the bundled held-out games at difficulty 1,
+  played without hints; win rates with their 95% intervals.
 """
 
 from __future__ import annotations
@@ -42,13 +42,22 @@ def nearest_training_similarity(code: str, training: Sequence[frozenset[Any]]) -
     return max((len(mine & t) / max(len(mine | t), 1) for t in training), default=0.0)
 
 
-def training_programs(seed: int = 0, form: str = "compact") -> list[str]:
-    """The code of the Designer targets of the default warm start (to spot memorised copies)."""
+def training_programs(
+    seed: int = 0, form: str = "compact", families: Sequence[str] | None = None
+) -> list[str]:
+    """The code of the Designer targets of the default warm start (to spot memorised copies);
+    `families` as in `warm_start_examples`."""
     from spade import templates
-    from spade.warmdata import eval_families
+    from spade.warmdata import COMPACT_FAMILIES, eval_families
 
+    if families is None and form == "compact":
+        families = COMPACT_FAMILIES
     exclude = set(eval_families())
-    families = [f for f in sorted(templates.FAMILIES) if f not in exclude]
+    families = [
+        f
+        for f in sorted(templates.FAMILIES)
+        if f not in exclude and (families is None or f in families)
+    ]
     count = 1500 if form == "compact" else 3000
     rendered = templates.render_many(count, seed=seed, form=form, families=families)
     return [r.code for r in rendered]
@@ -70,17 +79,23 @@ def measure_model(
     designs_per_skill: int = 8,
     form: str = "compact",
     eval_seeds: int = 4,
+    eval_difficulty: int = 1,
     max_turns: int = 6,
     temperature: float = 0.8,
     max_tokens: int = 512,
     agent_temperature: float = 1.0,
     keep_replies: bool = False,
+    agent: bool = True,
+    families: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Designer: `designs_per_skill` designs per game skill (48 by default) at `temperature`
     (the `tiny-cpu` recipe's), up to `max_tokens` each,
-    validated for real with the seeds as duplicate pool. Agent: the evaluation set and the
-    held-out games at difficulty 1, `eval_seeds` seeds each, up to `max_turns` turns, no hints.
-    `keep_replies` adds the Designer replies and verdicts to the report (for inspection)."""
+    validated for real with the seeds as duplicate pool. Agent: the evaluation set at
+    `eval_difficulty` and the held-out games at difficulty 1, `eval_seeds` seeds each, up to
+    `max_turns` turns, no hints.
+    `keep_replies` adds the Designer replies and verdicts to the report (for inspection);
+    `agent=False` measures the Designer only; `families` are the warm start's template families
+    (None: the default), to spot copies of its training programs."""
     from spade.train import local_backend
 
     started = time.monotonic()
@@ -104,9 +119,11 @@ def measure_model(
     evaluation = eval_programs()
     params = SamplingParams(max_tokens=48, temperature=agent_temperature, seed=seed)
 
-    async def run() -> tuple[list[Any], EvalResult, EvalResult]:
+    async def run() -> tuple[list[Any], EvalResult | None, EvalResult | None]:
         async with Sandbox() as sandbox:
             verdicts = await validate_many(programs, sandbox, ValidatorConfig(), pool=seeds)
+            if not agent:
+                return verdicts, None, None
             on_eval = await evaluate(
                 policy,
                 sandbox,
@@ -114,6 +131,7 @@ def measure_model(
                 seeds=range(eval_seeds),
                 params=params,
                 max_turns=max_turns,
+                kwargs={"difficulty": eval_difficulty},
             )
             on_heldout = await evaluate(
                 policy,
@@ -128,7 +146,7 @@ def measure_model(
 
     verdicts, on_eval, on_heldout = asyncio.run(run())
     admitted = [p for p, v in zip(programs, verdicts) if v.admitted]
-    training = [shingles(code) for code in training_programs(seed, form)]
+    training = [shingles(code) for code in training_programs(seed, form, families)]
     near = [nearest_training_similarity(p.code, training) for p in admitted]
     failures: dict[str, int] = {}
     for v in verdicts:
@@ -148,11 +166,21 @@ def measure_model(
         "admitted_max_training_similarity": [round(s, 2) for s in sorted(near)],
         "designer_first_failures": failures,
         "designer_seconds": round(design_seconds, 1),
-        "agent_on_eval_set": {**_rate(on_eval), "environments": len(evaluation)},
-        "agent_on_heldout_games_difficulty_1": {**_rate(on_heldout), "environments": len(heldout)},
-        "agent_eval_wins_by_skill": {k: v.wins for k, v in sorted(on_eval.by_skill.items())},
         "seconds": round(time.monotonic() - started, 1),
     }
+    if on_eval is not None and on_heldout is not None:
+        report["agent_on_eval_set"] = {
+            **_rate(on_eval),
+            "environments": len(evaluation),
+            "difficulty": eval_difficulty,
+        }
+        report["agent_on_heldout_games_difficulty_1"] = {
+            **_rate(on_heldout),
+            "environments": len(heldout),
+        }
+        report["agent_eval_wins_by_skill"] = {
+            k: v.wins for k, v in sorted(on_eval.by_skill.items())
+        }
     if keep_replies:
         by_id = {p.env_id: v for p, v in zip(programs, verdicts)}
         report["replies"] = [

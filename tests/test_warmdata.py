@@ -9,6 +9,7 @@ import pytest
 
 from spade import prompts, templates
 from spade.warmdata import (
+    COMPACT_FAMILIES,
     eval_families,
     eval_programs,
     prompts_format,
@@ -40,7 +41,11 @@ def test_eval_families_are_one_per_game_skill_and_never_trained(monkeypatch) -> 
         warm_start_examples(seed=0, form=form)
     assert len(asked) == 2
     assert all(not set(families) & set(held_out) for families in asked)
-    assert all(len(families) == len(templates.FAMILIES) - 6 for families in asked)
+    compact, full = asked
+    assert set(compact) == set(COMPACT_FAMILIES)  # one training family per skill
+    skill_of = {f: skill for skill, names in templates.SKILL_FAMILIES.items() for f in names}
+    assert {skill_of[f] for f in compact} == set(templates.SKILL_FAMILIES)
+    assert len(full) == len(templates.FAMILIES) - 6
 
 
 def test_compact_designer_turns_are_the_loops_prompt_and_a_compact_program(compact) -> None:

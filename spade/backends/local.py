@@ -85,6 +85,12 @@ class LocalConfig:
     new tokens. 0 turns it off. Cleared whenever the weights change."""
     threads: int | None = None
     """torch intra-op threads on CPU; None leaves torch's default."""
+    trainable_layers: int | None = None
+    """Train only the top N decoder layers (and the final norm); the embeddings and the lower
+    layers stay frozen (a model with at most N layers trains all its layers, embeddings still
+    frozen). None trains every weight. On the default model on a 2-core CPU,
+    training the top 10 of 30 layers runs ~2x the tokens per second of a full fine-tune
+    (benchmarks/warmstart.py), since the backward pass stops 10 layers down."""
     trust_remote_code: bool = False
 
 
@@ -185,6 +191,8 @@ class LocalBackend:
         # torch's global stream starts from a random seed in every process: seed it, so the RNG
         # state a checkpoint saves is the same in a resumed run as in an uninterrupted one
         torch.manual_seed(config.seed)
+        if config.trainable_layers is not None:
+            freeze_lower_layers(model, config.trainable_layers)
         if config.lora is not None:
             model = _with_lora(model, config.lora)
         self.model: Any = model  # a transformers PreTrainedModel (or a peft wrapper of one)
@@ -220,6 +228,7 @@ class LocalBackend:
             ],
             lr=ppo.learning_rate,
             betas=ppo.betas,
+            **_fused_adamw(self.device),
         )
         self._sampler_rng = torch.Generator().manual_seed(config.seed)
         self.prefix_cache = (
@@ -588,6 +597,36 @@ def _generation_eos(model: torch.nn.Module) -> set[int]:
     if eos is None:
         return set()
     return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])}
+
+
+def freeze_lower_layers(model: torch.nn.Module, trainable: int) -> None:
+    """Freeze every weight except the top `trainable` decoder layers (all of them if the model
+    has fewer) and the final norm."""
+    decoder: Any = model.get_decoder()  # type: ignore[operator]
+    layers = getattr(decoder, "layers", None)
+    if layers is None:
+        raise ValueError(f"{type(model).__name__}: no decoder layers to freeze")
+    if trainable < 1:
+        raise ValueError(f"trainable_layers must be at least 1, got {trainable}")
+    model.requires_grad_(False)
+    for layer in list(layers)[len(layers) - trainable :]:
+        layer.requires_grad_(True)
+    norm = getattr(decoder, "norm", None)
+    if norm is not None:
+        norm.requires_grad_(True)
+
+
+def _fused_adamw(device: torch.device) -> dict[str, Any]:
+    """`fused=True` where torch has a fused AdamW for the device (CPU since torch 2.4): one
+    kernel over all parameters. On the default model (135M parameters, 2-core AMD EPYC) an
+    optimizer step took 0.05 s fused against 0.24-0.34 s with torch's default `foreach`."""
+    import inspect
+
+    if "fused" not in inspect.signature(torch.optim.AdamW).parameters:
+        return {}
+    if device.type == "cpu" and tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 4):
+        return {}
+    return {"fused": True}
 
 
 def _with_lora(model: torch.nn.Module, settings: LoraSettings) -> torch.nn.Module:

@@ -43,6 +43,7 @@ def test_bootstrap_learns_its_examples_and_caches_the_result(make_local, tmp_pat
         "tiny-test",
         examples=EXAMPLES,
         steps=40,
+        trainable_layers=None,
         learning_rate=3e-3,
         batch_tokens=64,
         designer_share=0.5,
@@ -62,6 +63,7 @@ def test_bootstrap_learns_its_examples_and_caches_the_result(make_local, tmp_pat
             "tiny-test",
             examples=EXAMPLES,
             steps=40,
+            trainable_layers=None,
             learning_rate=3e-3,
             batch_tokens=64,
             designer_share=0.5,
@@ -179,3 +181,26 @@ def test_an_agent_episode_is_one_sequence_with_only_the_replies_trained(make_loc
     )
     # too long: dropped, counted
     assert _sequences(data, backend.tokenizer, backend.eot_ids, max_length=8)[0] == []
+
+
+def test_trainable_layers_bootstrap_leaves_the_embeddings_as_they_were(make_local, tmp_path):
+    import torch
+
+    path = bootstrap(
+        "tiny-test",
+        examples=EXAMPLES,
+        steps=5,
+        trainable_layers=1,
+        learning_rate=3e-3,
+        batch_tokens=64,
+        output=tmp_path / "top1",
+        progress=False,
+    )
+    meta = json.loads((path / "spade_bootstrap.json").read_text())
+    assert meta["trainable_layers"] == 1 and meta["steps"] == 5
+    learned, base = make_local(model=str(path)), make_local()
+    emb = learned.model.get_input_embeddings().weight
+    assert torch.equal(emb, base.model.get_input_embeddings().weight)
+    top = learned.model.get_decoder().layers[-1]
+    base_top = base.model.get_decoder().layers[-1]
+    assert any(not torch.equal(a, b) for a, b in zip(top.parameters(), base_top.parameters()))

@@ -185,3 +185,33 @@ def test_bf16_on_gpu(torch_threads):
     c = backend.sample(PROMPTS, SamplingParams(max_tokens=8, seed=0))
     metrics = backend.update([episode_sample([x], 1.0, "agent") for x in c])
     assert metrics["ratio"] == pytest.approx(1.0, abs=0.05)  # bf16 rounding
+
+
+def test_trainable_layers_train_only_the_top_of_the_decoder(torch_threads):
+    from spade.backends.local import LocalBackend, LocalConfig
+
+    backend = LocalBackend(LocalConfig(model="tiny-test", precision="fp32", trainable_layers=1))
+    layers = backend.model.get_decoder().layers
+    before = {n: p.detach().clone() for n, p in backend.model.named_parameters()}
+    backend.update(_episodes(backend))
+    changed = {n for n, p in backend.model.named_parameters() if not torch.equal(p, before[n])}
+    top = f"layers.{len(layers) - 1}."
+    assert changed, "the top layer was not trained"
+    assert all(top in n or (n.endswith("norm.weight") and "layers." not in n) for n in changed)
+    assert not any("embed" in n for n in changed)
+    trained = {id(p) for g in backend.optimizer.param_groups for p in g["params"]}
+    assert trained == {id(p) for p in backend.model.parameters() if p.requires_grad}
+    with pytest.raises(ValueError, match="trainable_layers must be at least 1"):
+        LocalBackend(LocalConfig(model="tiny-test", trainable_layers=0))
+    every = LocalBackend(LocalConfig(model="tiny-test", trainable_layers=len(layers) + 5))
+    assert all(p.requires_grad for p in every.model.get_decoder().layers.parameters())
+    assert not every.model.get_input_embeddings().weight.requires_grad
+
+
+def test_the_optimizer_is_fused_adamw_where_torch_has_one(local):
+    from spade.backends.local import _fused_adamw
+
+    expected = _fused_adamw(local.device)
+    assert local.optimizer.defaults.get("fused", None) == expected.get("fused", None)
+    if tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 4):
+        assert expected == {"fused": True}

@@ -1,0 +1,157 @@
+"""Warm-start variants, measured: `python benchmarks/warmstart.py --variants focus --minutes 6`.
+
+Each variant is one `spade.bootstrap.bootstrap(...)` of the default model under the same time
+budget, then `spade.warmstart.measure_model` (48 Designer replies with the loop's own prompt
+through the real validator, the Agent on the evaluation set and the held-out games). One JSON
+line per variant goes to `--out` (appended, so a long series survives a kill), and a table of
+everything in that file is printed at the end. Run the variants one after another on a quiet
+machine: training is time-budgeted, so anything else running on the cores costs steps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+FOCUS_FAMILIES = (
+    "arithmetic",
+    "assignment",
+    "broken_chain",
+    "clue_number",
+    "grid_rule",
+    "path_trace",
+)
+"""The shortest compact family of each game skill, evaluation families left out."""
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    # the session-3 default: one program per AdamW step, every weight trained
+    "full-b1": {"batch_tokens": 1024, "learning_rate": 1e-4},
+    # several sequences per step (the optimizer step is amortised), every weight trained
+    "full": {"batch_tokens": 4096, "learning_rate": 1e-4},
+    # only the top 10 of 30 layers: the backward pass stops early (~2x tokens per second)
+    "top10": {"batch_tokens": 4096, "learning_rate": 2e-4, "trainable_layers": 10},
+    "top10-lr4": {"batch_tokens": 4096, "learning_rate": 4e-4, "trainable_layers": 10},
+    "lora64": {"batch_tokens": 4096, "learning_rate": 1e-3, "lora_rank": 64},
+    # fewer, shorter families (one per skill), more optimizer steps, a higher learning rate:
+    # each family is seen ~3x as often in the same minutes
+    "focus": {
+        "batch_tokens": 2048,
+        "learning_rate": 3e-4,
+        "trainable_layers": 10,
+        "families": FOCUS_FAMILIES,
+    },
+}
+
+
+def cpu_name() -> str:
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return platform.processor() or "unknown"
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def run_variant(
+    name: str, minutes: float, seed: int, workdir: Path, temperatures: list[float]
+) -> dict[str, Any]:
+    from spade.bootstrap import bootstrap
+    from spade.warmdata import warm_start_examples
+    from spade.warmstart import measure_model
+
+    settings = dict(VARIANTS[name])
+    families = settings.pop("families", None)
+    started = time.monotonic()
+    path = bootstrap(
+        "smollm2",
+        examples=None
+        if families is None
+        else (lambda: warm_start_examples(seed, "compact", families=families)),
+        max_minutes=minutes,
+        seed=seed,
+        output=workdir / name,
+        force=True,
+        **settings,
+    )
+    train_seconds = time.monotonic() - started
+    meta = json.loads((path / "spade_bootstrap.json").read_text())
+    report = measure_model(str(path), seed=seed, keep_replies=True, families=families)
+    by_temperature = {
+        str(t): measure_model(str(path), seed=seed, temperature=t, agent=False, families=families)
+        for t in temperatures
+    }
+    settings["families"] = families
+    return {
+        "variant": name,
+        "settings": settings,
+        "minutes": minutes,
+        "cpu": cpu_name(),
+        "train_seconds": round(train_seconds, 1),
+        "bootstrap": meta,
+        "measure": report,
+        "designer_by_temperature": {
+            t: {k: v for k, v in m.items() if k.startswith("designer") or k.startswith("admitted")}
+            for t, m in by_temperature.items()
+        },
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        "| variant | steps | Designer seqs seen | tokens | final NLL | admitted (48) | "
+        "first failures | near-dup of training | Agent eval set [95% CI] | Agent held-out d1 |"
+    )
+    lines = [head, "|" + "---|" * 10]
+    for r in rows:
+        b, m = r["bootstrap"], r["measure"]
+        ev, ho = m["agent_on_eval_set"], m["agent_on_heldout_games_difficulty_1"]
+
+        def rate(x: dict[str, Any]) -> str:
+            lo, hi = x["win_rate_95ci"]
+            return f"{x['win_rate']:.1%} [{lo:.1%}, {hi:.1%}]"
+
+        fails = ", ".join(f"{k} {v}" for k, v in sorted(m["designer_first_failures"].items()))
+        lines.append(
+            f"| {r['variant']} | {b['steps']} | {b['sequences_seen']['designer']} | "
+            f"{b['tokens_seen']} | {b['final_nll']:.2f} | {m['designer_admitted']} "
+            f"({m['designer_admitted_rate']:.0%}) | {fails} | "
+            f"{m['admitted_near_duplicates_of_training']} | {rate(ev)} | {rate(ho)} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variants", nargs="+", default=["full", "top10"], choices=VARIANTS)
+    parser.add_argument("--minutes", type=float, default=6.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--designer-temperatures",
+        type=float,
+        nargs="*",
+        default=[0.4],
+        help="also measure the Designer alone at these sampling temperatures",
+    )
+    parser.add_argument("--out", type=Path, default=Path("runs/warmstart-variants.jsonl"))
+    parser.add_argument("--workdir", type=Path, default=Path("runs/warmstart-variants"))
+    args = parser.parse_args()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for name in args.variants:
+        row = run_variant(name, args.minutes, args.seed, args.workdir, args.designer_temperatures)
+        with args.out.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(table([row]), flush=True)
+    rows = [json.loads(line) for line in args.out.read_text().splitlines() if line.strip()]
+    print(f"\nCPU: {rows[-1]['cpu'] if rows else cpu_name()}")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
