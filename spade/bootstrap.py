@@ -155,8 +155,9 @@ def bootstrap(
     programs by default). `trainable_layers` (default 10 of the default model's 30; None: every
     weight; ignored with LoRA) trains only the top of the decoder: the backward pass stops there,
     which doubles the tokens per second on a CPU, and a 5-minute warm start is bound by how many
-    programs it sees (docs/warmstart.md). Sequences are drawn so that `designer_share` of the tokens are Designer
-    turns (writing code is the hard part); sequences longer than `max_length` tokens are dropped.
+    programs it sees (docs/warmstart.md). Sequences are drawn so that `designer_share` of the
+    tokens are Designer turns (writing code is the hard part); sequences longer than
+    `max_length` tokens are dropped.
     Training stops after `steps` steps or `max_minutes`, whichever comes first; the learning rate
     follows a 5% warm-up and a cosine decay over whichever of the two is nearer, so a run cut by
     time still ends annealed. `prompt_gradient=False` (the default) runs each prompt forward

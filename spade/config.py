@@ -208,7 +208,7 @@ def load(path: Path) -> TrainConfig:
 TINY_CPU = TrainConfig()
 """The default: the embedded SmolLM2-135M-Instruct, warm-started (cached), on a laptop CPU, a
 bounded run: compact designs every iteration (`regen_interval=1`) at temperature 0.8, held-out
-evaluation on the held-out template families."""
+evaluation on the held-out template families at difficulty 1."""
 
 PAPER_GAMES = TrainConfig(
     run_dir=Path("runs/paper-games"),
