@@ -28,15 +28,36 @@ FOCUS_FAMILIES = (
 )
 """The shortest compact family of each game skill, evaluation families left out."""
 
+TWELVE_FAMILIES = (
+    "arithmetic",
+    "assignment",
+    "broken_chain",
+    "cheapest_route",
+    "clue_number",
+    "code_breaker",
+    "grid_rule",
+    "grid_walk",
+    "modular_equation",
+    "next_term",
+    "path_trace",
+    "response_law",
+)
+"""Every template family but the evaluation ones (the session-3 warm start's data)."""
+SESSION3_DATA = {"families": TWELVE_FAMILIES, "data": {"count": 1500, "mini": 0}}
+
 VARIANTS: dict[str, dict[str, Any]] = {
     # the session-3 default: one program per AdamW step, every weight trained
-    "full-b1": {"batch_tokens": 1024, "learning_rate": 1e-4},
+    "full-b1": {"batch_tokens": 1024, "learning_rate": 1e-4, **SESSION3_DATA},
     # several sequences per step (the optimizer step is amortised), every weight trained
-    "full": {"batch_tokens": 4096, "learning_rate": 1e-4},
+    "full": {"batch_tokens": 4096, "learning_rate": 1e-4, **SESSION3_DATA},
     # only the top 10 of 30 layers: the backward pass stops early (~2x tokens per second)
-    "top10": {"batch_tokens": 4096, "learning_rate": 2e-4, "trainable_layers": 10},
-    "top10-lr4": {"batch_tokens": 4096, "learning_rate": 4e-4, "trainable_layers": 10},
-    "lora64": {"batch_tokens": 4096, "learning_rate": 1e-3, "lora_rank": 64},
+    "top10": {
+        "batch_tokens": 4096,
+        "learning_rate": 2e-4,
+        "trainable_layers": 10,
+        **SESSION3_DATA,
+    },
+    "lora64": {"batch_tokens": 4096, "learning_rate": 1e-3, "lora_rank": 64, **SESSION3_DATA},
     # fewer, shorter families (one per skill), more optimizer steps, a higher learning rate:
     # each family is seen ~3x as often in the same minutes
     "focus": {
@@ -44,6 +65,27 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "learning_rate": 3e-4,
         "trainable_layers": 10,
         "families": FOCUS_FAMILIES,
+        "data": {"count": 1500, "mini": 0},
+    },
+    # approach 3: mostly one-question programs of 5-9 lines (spade.templates.mini), the rest
+    # from the six focus families
+    "mini": {
+        "batch_tokens": 2048,
+        "learning_rate": 3e-4,
+        "trainable_layers": 10,
+        "families": FOCUS_FAMILIES,
+        "data": {"count": 500, "mini": 1000},
+    },
+    # as `mini`, with more Agent turns (35% of the tokens), measured at the sampling
+    # temperatures the tiny-cpu recipe then uses (Designer 0.5, Agent 0.7)
+    "mini-agent": {
+        "batch_tokens": 2048,
+        "learning_rate": 3e-4,
+        "trainable_layers": 10,
+        "designer_share": 0.65,
+        "families": FOCUS_FAMILIES,
+        "data": {"count": 500, "mini": 1000},
+        "measure": {"temperature": 0.5, "agent_temperature": 0.7},
     },
 }
 
@@ -68,12 +110,14 @@ def run_variant(
 
     settings = dict(VARIANTS[name])
     families = settings.pop("families", None)
+    data = settings.pop("data", {})
+    measure = settings.pop("measure", {})
     started = time.monotonic()
     path = bootstrap(
         "smollm2",
         examples=None
         if families is None
-        else (lambda: warm_start_examples(seed, "compact", families=families)),
+        else (lambda: warm_start_examples(seed, "compact", families=families, **data)),
         max_minutes=minutes,
         seed=seed,
         output=workdir / name,
@@ -82,12 +126,15 @@ def run_variant(
     )
     train_seconds = time.monotonic() - started
     meta = json.loads((path / "spade_bootstrap.json").read_text())
-    report = measure_model(str(path), seed=seed, keep_replies=True, families=families)
+    same = {"families": families, "mini": data.get("mini"), "count": data.get("count")}
+    report = measure_model(str(path), seed=seed, keep_replies=True, **same, **measure)
     by_temperature = {
-        str(t): measure_model(str(path), seed=seed, temperature=t, agent=False, families=families)
+        str(t): measure_model(str(path), seed=seed, temperature=t, agent=False, **same)
         for t in temperatures
     }
     settings["families"] = families
+    settings["data"] = data
+    settings["measure"] = measure
     return {
         "variant": name,
         "settings": settings,

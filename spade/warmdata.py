@@ -10,8 +10,9 @@ episode gives the loop nothing to learn from. The default data (`warm_start_exam
   document, the embedded model's prompt budget, the recipe's form) -> the code and hint of an
   environment rendered from the parametric families in `spade.templates` (in the compact form, a
   short `QuestionEnv` / `GameEnv` subclass; in the full form the whole file, plus the bundled
-  seeds). The families in `EVAL_FAMILIES` are left out: their renders are the held-out
-  evaluation set (`eval_programs`) that no arm trains on.
+  seeds), and in the compact form also one-question programs of `spade.templates.mini`. The
+  families of `eval_families()` and `spade.templates.mini.MINI_EVAL_FAMILIES` are left out:
+  their renders are the held-out evaluation set (`eval_programs`) that no arm trains on.
 - Agent turns: an observation (with the conversation so far) -> the next reply of `solution()`,
   recorded by replaying the solutions of template programs and of the seeds in a child process,
   at several difficulties.
@@ -294,16 +295,23 @@ def eval_families() -> tuple[str, ...]:
 
 
 def eval_programs(count_per_family: int = 2, seed: int = 1234) -> list[Program]:
-    """Held-out evaluation environments: compact renders of `eval_families()`, with a render
-    seed no training data uses. Deterministic."""
+    """Held-out evaluation environments: `count_per_family` compact renders of each of
+    `eval_families()` and one render of each mini evaluation family
+    (`spade.templates.mini.MINI_EVAL_FAMILIES`, one-question tasks), with a render seed no
+    training data uses. Deterministic."""
     from spade import templates
+    from spade.templates.mini import MINI_EVAL_FAMILIES, render_mini
 
     rng = random.Random(seed)
     out: list[Program] = []
-    for family in eval_families():
+    for family in (*eval_families(), *(f"mini:{f}" for f in MINI_EVAL_FAMILIES)):
         seen: set[str] = set()
-        while len(seen) < count_per_family:
-            r = templates.render(rng, family, form="compact")
+        # one render of a mini family: two would be near-duplicates (same lines, other names)
+        while len(seen) < (1 if family.startswith("mini:") else count_per_family):
+            if family.startswith("mini:"):
+                r = render_mini(rng, family.removeprefix("mini:"))
+            else:
+                r = templates.render(rng, family, form="compact")
             if r.code in seen:
                 continue
             seen.add(r.code)
@@ -321,10 +329,12 @@ def template_examples(
     agent_max_chars: int = 6000,
     form: str = "full",
     exclude: Sequence[str] = (),
+    mini: int = 0,
 ) -> list[Example]:
-    """Designer examples for `count` programs rendered from `spade.templates` in `form`, and
-    Agent examples from the solutions of `agent_programs` of them (one episode each, at a drawn
-    difficulty), leaving out the families in `exclude`.
+    """Designer examples for `count` programs rendered from `spade.templates` in `form` (and
+    `mini` one-question programs of `spade.templates.mini`, its evaluation families left out),
+    and Agent examples from the solutions of `agent_programs` of them (one episode each, at a
+    drawn difficulty), leaving out the families in `exclude`.
 
     Each program is shown under its own Designer prompt: a difficulty drawn with `LEVEL_WEIGHTS`
     (a full program's constructor default set to it) and a grounding document drawn from
@@ -336,7 +346,12 @@ def template_examples(
     docs = _documents(documents)
     rng = random.Random(seed)
     families = [f for f in sorted(templates.FAMILIES) if f not in set(exclude)]
-    programs = templates.render_many(count, seed=seed, form=form, families=families)
+    programs = list(templates.render_many(count, seed=seed, form=form, families=families))
+    if mini:
+        from spade.templates.mini import render_mini_many
+
+        programs += render_mini_many(mini, seed=seed)
+        random.Random(seed + 1).shuffle(programs)
     examples: list[Example] = []
     for program in programs:
         level = rng.choices((1, 2, 3), weights=LEVEL_WEIGHTS)[0]
@@ -371,15 +386,19 @@ docs/warmstart.md (admitted designs and final NLL against all twelve)."""
 
 
 def warm_start_examples(
-    seed: int = 0, form: str = "compact", families: Sequence[str] | None = None
+    seed: int = 0,
+    form: str = "compact",
+    families: Sequence[str] | None = None,
+    count: int = 500,
+    mini: int = 1000,
 ) -> list[Example]:
     """The default warm-start data for a recipe's Designer `form` (see the module docstring):
-    compact (games only, like the recipe that uses it): 1,500 compact template programs as
-    Designer turns, Agent turns from 800 of them and from the game seeds; full: 3,000 full
-    template programs and the seeds as Designer turns, Agent turns from 120 of them and the
-    seeds. The evaluation families are left out of both. `families` restricts the template
-    families (None: `COMPACT_FAMILIES` for the compact form, every family but the evaluation
-    ones for the full form)."""
+    compact (games only, like the recipe that uses it): 500 compact template programs and 1,000
+    mini programs as Designer turns, Agent turns from 800 of them and from the game seeds; full:
+    3,000 full template programs and the seeds as Designer turns, Agent turns from 120 of them
+    and the seeds (`count` and `mini` apply to the compact form only). The evaluation families
+    are left out of both. `families` restricts the template families (None: `COMPACT_FAMILIES`
+    for the compact form, every family but the evaluation ones for the full form)."""
     from spade import prompts, templates
 
     if families is None and form == "compact":
@@ -392,7 +411,13 @@ def warm_start_examples(
     if form == "compact":
         fmt = prompts_format(form="compact")
         designer = template_examples(
-            fmt, count=1500, seed=seed, agent_programs=800, form="compact", exclude=held_out
+            fmt,
+            count=count,
+            seed=seed,
+            agent_programs=800,
+            form="compact",
+            exclude=held_out,
+            mini=mini,
         )
         seeds = seed_examples(fmt, seed=seed, documents=None)
         game = prompts.GAME_AGENT_SYSTEM

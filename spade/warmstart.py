@@ -19,7 +19,7 @@ from typing import Any
 
 from spade import bundled
 from spade.backends.base import SamplingParams
-from spade.config import ModelConfig
+from spade.config import TINY_CPU, ModelConfig
 from spade.designer import design
 from spade.evaluate import EvalResult, evaluate
 from spade.prompts import TINY_BUDGET_CHARS
@@ -43,10 +43,14 @@ def nearest_training_similarity(code: str, training: Sequence[frozenset[Any]]) -
 
 
 def training_programs(
-    seed: int = 0, form: str = "compact", families: Sequence[str] | None = None
+    seed: int = 0,
+    form: str = "compact",
+    families: Sequence[str] | None = None,
+    mini: int | None = None,
+    count: int | None = None,
 ) -> list[str]:
     """The code of the Designer targets of the default warm start (to spot memorised copies);
-    `families` as in `warm_start_examples`."""
+    `families`, `mini` and `count` as in `warm_start_examples` (None: its default)."""
     from spade import templates
     from spade.warmdata import COMPACT_FAMILIES, eval_families
 
@@ -58,9 +62,12 @@ def training_programs(
         for f in sorted(templates.FAMILIES)
         if f not in exclude and (families is None or f in families)
     ]
-    count = 1500 if form == "compact" else 3000
+    count = count if count is not None else 500 if form == "compact" else 3000
+    mini = mini if mini is not None else 1000 if form == "compact" else 0
     rendered = templates.render_many(count, seed=seed, form=form, families=families)
-    return [r.code for r in rendered]
+    from spade.templates.mini import render_mini_many
+
+    return [r.code for r in (*rendered, *render_mini_many(mini, seed=seed))]
 
 
 def _rate(result: EvalResult) -> dict[str, Any]:
@@ -81,21 +88,23 @@ def measure_model(
     eval_seeds: int = 4,
     eval_difficulty: int = 1,
     max_turns: int = 6,
-    temperature: float = 0.8,
+    temperature: float = TINY_CPU.design.temperature,
     max_tokens: int = 512,
-    agent_temperature: float = 1.0,
+    agent_temperature: float = TINY_CPU.play.temperature,
     keep_replies: bool = False,
     agent: bool = True,
     families: Sequence[str] | None = None,
+    mini: int | None = None,
+    count: int | None = None,
 ) -> dict[str, Any]:
-    """Designer: `designs_per_skill` designs per game skill (48 by default) at `temperature`
-    (the `tiny-cpu` recipe's), up to `max_tokens` each,
+    """Designer: `designs_per_skill` designs per game skill (48 by default) at `temperature`,
+    up to `max_tokens` each (the defaults: the `tiny-cpu` recipe's sampling settings),
     validated for real with the seeds as duplicate pool. Agent: the evaluation set at
     `eval_difficulty` and the held-out games at difficulty 1, `eval_seeds` seeds each, up to
     `max_turns` turns, no hints.
     `keep_replies` adds the Designer replies and verdicts to the report (for inspection);
-    `agent=False` measures the Designer only; `families` are the warm start's template families
-    (None: the default), to spot copies of its training programs."""
+    `agent=False` measures the Designer only; `families`, `mini` and `count` are the warm start's
+    (`warm_start_examples`; None: its defaults), to spot copies of its training programs."""
     from spade.train import local_backend
 
     started = time.monotonic()
@@ -146,7 +155,7 @@ def measure_model(
 
     verdicts, on_eval, on_heldout = asyncio.run(run())
     admitted = [p for p, v in zip(programs, verdicts) if v.admitted]
-    training = [shingles(code) for code in training_programs(seed, form, families)]
+    training = [shingles(code) for code in training_programs(seed, form, families, mini, count)]
     near = [nearest_training_similarity(p.code, training) for p in admitted]
     failures: dict[str, int] = {}
     for v in verdicts:

@@ -94,7 +94,7 @@ def test_eval_programs_are_deterministic_valid_environments() -> None:
 
     programs = eval_programs()
     assert [p.code for p in programs] == [p.code for p in eval_programs()]
-    assert len({p.env_id for p in programs}) == len(programs) == 12
+    assert len({p.env_id for p in programs}) == len(programs) == 18  # 12 template, 6 mini
     assert {p.skill for p in programs} == set(templates.SKILL_FAMILIES)
 
     async def run() -> list:
