@@ -41,9 +41,17 @@ def resolve_model(
     from spade.backends.local import model_path
 
     if model.warm_start and model.model == "smollm2":
+        import gc
+
+        from spade.backends.local import release_free_memory
         from spade.bootstrap import bootstrap
 
-        return str(bootstrap(model.model, form=form, progress=progress))
+        path = str(bootstrap(model.model, form=form, progress=progress))
+        # a warm start trained in this process leaves its model, optimizer and activations
+        # behind as free heap: hand them back before the run loads its own
+        gc.collect()
+        release_free_memory()
+        return path
     return model_path(model.model, progress=progress)
 
 
