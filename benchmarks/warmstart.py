@@ -18,14 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-FOCUS_FAMILIES = (
-    "arithmetic",
-    "assignment",
-    "broken_chain",
-    "clue_number",
-    "grid_rule",
-    "path_trace",
-)
+from spade.warmdata import COMPACT_FAMILIES
+
+FOCUS_FAMILIES = COMPACT_FAMILIES
 """The shortest compact family of each game skill, evaluation families left out."""
 
 TWELVE_FAMILIES = (

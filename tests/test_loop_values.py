@@ -284,7 +284,11 @@ def test_iteration_metrics(blend_run) -> None:
     first, second = summary["iterations"]
     assert (first["episodes"], second["episodes"]) == (24, 12)
     assert (first["hinted_episodes"], second["hinted_episodes"]) == (12, 0)
-    assert second["update_tokens"] == second["agent_update_tokens"] > 0  # no window closed
+    # the regen-0 window (regen_interval 2) closes at iteration 2: its 4 Designer samples join
+    # that update, and iteration 1 trains the Agent alone
+    assert first["update_tokens"] == first["agent_update_tokens"] > 0
+    assert (first["designer_samples"], second["designer_samples"]) == (0, 4)
+    assert second["update_tokens"] > second["agent_update_tokens"] > 0
     assert (first["tokens"], second["tokens"]) == (504, 204)
     assert first["plain_win_rate"] == second["plain_win_rate"] == 0.5
     assert (first["hinted_win_rate"], second["hinted_win_rate"]) == (1.0, None)
