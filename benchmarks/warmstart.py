@@ -145,6 +145,66 @@ def run_variant(
     }
 
 
+def throughput(repeats: int = 3) -> str:
+    """Training tokens per second of the default model by setting (forward, backward and an
+    AdamW step on random 512-token sequences, loss on the last half, bf16 autocast where the
+    CPU has it), best of `repeats - 1` after a warm-up, with the ratio to a full fine-tune of one
+    sequence per step; then an AdamW step over all weights, `foreach` against `fused`."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from spade.backends.local import cpu_has_native_bf16, model_path
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(model_path("smollm2"), dtype=torch.float32)
+    bf16 = cpu_has_native_bf16()
+    settings = [  # (label, batch, autocast, frozen lower layers)
+        ("full fine-tune, batch 1, fp32", 1, False, 0),
+        ("full fine-tune, batch 1", 1, bf16, 0),
+        ("full fine-tune, batch 4", 4, bf16, 0),
+        ("lower 20 layers frozen (10 trained), batch 1", 1, bf16, 20),
+        ("lower 25 layers frozen (5 trained), batch 1", 1, bf16, 25),
+    ]
+    rates: dict[str, float] = {}
+    for label, batch, autocast, frozen in settings:
+        for i, layer in enumerate(model.model.layers):
+            layer.requires_grad_(i >= frozen)
+        model.model.embed_tokens.weight.requires_grad_(frozen == 0)
+        optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
+        ids = torch.randint(0, model.config.vocab_size, (batch, 512))
+        times = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                hidden = model.model(input_ids=ids).last_hidden_state
+                logits = model.lm_head(hidden[:, -256:]).float()
+            loss = torch.nn.functional.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), ids[:, -256:].reshape(-1)
+            )
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            times.append(time.perf_counter() - started)
+        rates[label] = batch * 512 / min(times[1:])
+    base = rates["full fine-tune, batch 1"]
+    lines = [
+        f"CPU: {cpu_name()}; bf16 autocast: {bf16}; threads: {torch.get_num_threads()}",
+        "| setting | tokens/s | vs full fine-tune, batch 1 |",
+        "|---|---|---|",
+        *(f"| {k} | {v:.0f} | {v / base:.2f}x |" for k, v in rates.items()),
+    ]
+    model.requires_grad_(True)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    for name, kwargs in (("foreach (torch's default)", {}), ("fused", {"fused": True})):
+        optimizer = torch.optim.AdamW(list(model.parameters()), lr=1e-5, **kwargs)
+        optimizer.step()  # allocates the state
+        started = time.perf_counter()
+        optimizer.step()
+        lines.append(f"AdamW step over all weights, {name}: {time.perf_counter() - started:.3f} s")
+    return "\n".join(lines)
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
         "| variant | steps | Designer seqs seen | tokens | final NLL | admitted (48) | "
@@ -183,7 +243,15 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=Path("runs/warmstart-variants.jsonl"))
     parser.add_argument("--workdir", type=Path, default=Path("runs/warmstart-variants"))
+    parser.add_argument(
+        "--throughput",
+        action="store_true",
+        help="only print training tokens/s by setting (no warm start is trained)",
+    )
     args = parser.parse_args()
+    if args.throughput:
+        print(throughput())
+        return
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for name in args.variants:
         row = run_variant(name, args.minutes, args.seed, args.workdir, args.designer_temperatures)
