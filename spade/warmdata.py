@@ -385,12 +385,32 @@ skill, the evaluation families left out. Six families instead of twelve lets fiv
 docs/warmstart.md (admitted designs and final NLL against all twelve)."""
 
 
+COMPACT_COUNT, COMPACT_MINI = 500, 1000
+"""The compact warm start's Designer turns: template programs and mini programs."""
+
+
+def training_families(form: str = "compact", families: Sequence[str] | None = None) -> list[str]:
+    """The template families a warm start of `form` trains on: `families` (None:
+    `COMPACT_FAMILIES` for the compact form, every family for the full form), never an
+    evaluation family."""
+    from spade import templates
+
+    if families is None and form == "compact":
+        families = COMPACT_FAMILIES
+    held_out = set(eval_families())
+    return [
+        f
+        for f in sorted(templates.FAMILIES)
+        if f not in held_out and (families is None or f in families)
+    ]
+
+
 def warm_start_examples(
     seed: int = 0,
     form: str = "compact",
     families: Sequence[str] | None = None,
-    count: int = 500,
-    mini: int = 1000,
+    count: int = COMPACT_COUNT,
+    mini: int = COMPACT_MINI,
 ) -> list[Example]:
     """The default warm-start data for a recipe's Designer `form` (see the module docstring):
     compact (games only, like the recipe that uses it): 500 compact template programs and 1,000
@@ -401,13 +421,8 @@ def warm_start_examples(
     for the compact form, every family but the evaluation ones for the full form)."""
     from spade import prompts, templates
 
-    if families is None and form == "compact":
-        families = COMPACT_FAMILIES
-    held_out = tuple(
-        f
-        for f in sorted(templates.FAMILIES)
-        if f in eval_families() or (families is not None and f not in families)
-    )
+    trained = training_families(form, families)
+    held_out = tuple(f for f in sorted(templates.FAMILIES) if f not in trained)
     if form == "compact":
         fmt = prompts_format(form="compact")
         designer = template_examples(

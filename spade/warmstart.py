@@ -52,21 +52,15 @@ def training_programs(
     """The code of the Designer targets of the default warm start (to spot memorised copies);
     `families`, `mini` and `count` as in `warm_start_examples` (None: its default)."""
     from spade import templates
-    from spade.warmdata import COMPACT_FAMILIES, eval_families
-
-    if families is None and form == "compact":
-        families = COMPACT_FAMILIES
-    exclude = set(eval_families())
-    families = [
-        f
-        for f in sorted(templates.FAMILIES)
-        if f not in exclude and (families is None or f in families)
-    ]
-    count = count if count is not None else 500 if form == "compact" else 3000
-    mini = mini if mini is not None else 1000 if form == "compact" else 0
-    rendered = templates.render_many(count, seed=seed, form=form, families=families)
     from spade.templates.mini import render_mini_many
+    from spade.warmdata import COMPACT_COUNT, COMPACT_MINI, training_families
 
+    compact = form == "compact"
+    count = count if count is not None else COMPACT_COUNT if compact else 3000
+    mini = mini if mini is not None else COMPACT_MINI if compact else 0
+    rendered = templates.render_many(
+        count, seed=seed, form=form, families=training_families(form, families)
+    )
     return [r.code for r in (*rendered, *render_mini_many(mini, seed=seed))]
 
 
