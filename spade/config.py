@@ -44,6 +44,12 @@ class ModelConfig:
     for the 135M default). None: torch's default."""
     lora_rank: int = 0
     """Train LoRA adapters of this rank instead of all weights (needs the `lora` extra); 0 = off."""
+    trainable_layers: int | None = None
+    """Train only the top N decoder layers (and the final norm); embeddings and lower layers
+    stay frozen. None trains every weight. Ignored with LoRA. The small recipe trains the top
+    10 of the default model's 30, as its warm start does: the optimizer state and gradients
+    shrink to a third and the backward pass stops 10 layers down (the default run's peak
+    memory and update time, docs/backends.md)."""
     warm_start: bool = True
     """Start the embedded default (`smollm2`) from its warm start (`spade bootstrap` for the
     recipe's Designer form: ~5 minutes once, then cached). Without it the raw instruct model
@@ -137,14 +143,14 @@ class TrainConfig:
     """Constructor `difficulty=` of the held-out environments; None: each one's default. The small
     recipe evaluates at 1 (easy): at their default the warm-started 135M model wins almost
     none of them, and an evaluation that is always 0 cannot show learning."""
-    model: Annotated[ModelConfig, tyro.conf.OmitArgPrefixes] = ModelConfig()
+    model: Annotated[ModelConfig, tyro.conf.OmitArgPrefixes] = ModelConfig(trainable_layers=10)
     """(flags without prefix: `--model PATH`, `--openai-base-url URL`...)"""
     design: DesignConfig = DesignConfig()
     play: PlayConfig = PlayConfig()
     ppo: PPOConfig = PPOConfig(learning_rate=1e-5, weight_decay=0.0, micro_batch_tokens=1024)
     """The default model is a pretrained 135M: a small learning rate (3e-4 suited the deleted
-    from-scratch 6M model), and 1,024-token micro-batches keep the activations of a backward pass
-    (with 49,152-word logits) near 1 GiB, so the default run stays under 6 GiB."""
+    from-scratch 6M model), and 1,024-token micro-batches bound the activations a backward pass
+    holds (the default run's peak memory: docs/backends.md)."""
     sandbox: SandboxConfig = SandboxConfig()
     validator: ValidatorConfig = ValidatorConfig(probe_seeds=4, solution_seeds=2)
 

@@ -66,6 +66,7 @@ def local_backend(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | Non
         ppo=ppo or PPOConfig(),
         lora=lora,
         threads=model.threads,
+        trainable_layers=None if lora else model.trainable_layers,
     )
     return LocalBackend(config)
 

@@ -44,3 +44,18 @@ def test_the_local_backend_is_described_by_path_size_and_precision(
         "parameters": backend.num_parameters,
     }
     assert peak_rss_mib() > 50  # torch and a model are loaded
+
+
+def test_the_recipe_trainable_layers_reach_the_trained_backend() -> None:
+    from spade.config import PAPER_GAMES, TINY_CPU, ModelConfig
+    from spade.train import local_backend
+
+    assert TINY_CPU.model.trainable_layers == 10 and PAPER_GAMES.model.trainable_layers is None
+    top = local_backend(ModelConfig(model="tiny-test", trainable_layers=1), "tiny-test", 0)
+    layers = top.model.get_decoder().layers
+    assert len(layers) > 1
+    assert [any(p.requires_grad for p in layer.parameters()) for layer in layers] == [False] * (
+        len(layers) - 1
+    ) + [True]
+    every = local_backend(ModelConfig(model="tiny-test"), "tiny-test", 0)
+    assert all(p.requires_grad for p in every.model.parameters())

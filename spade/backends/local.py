@@ -51,7 +51,14 @@ from spade.backends.base import (
     SamplingParams,
 )
 from spade.backends.ppo import pack_micro_batches, ppo_loss, token_logprobs
-from spade.backends.sampling import PrefixCache, cache_kwarg, generate, new_cache, row_seeds
+from spade.backends.sampling import (
+    PREFILL_TOKENS,
+    PrefixCache,
+    cache_kwarg,
+    generate,
+    new_cache,
+    row_seeds,
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +90,9 @@ class LocalConfig:
     """Keep each conversation's keys and values after its reply, up to this many MiB (least
     recently used dropped first), so the next turn of a multi-turn episode computes only its
     new tokens. 0 turns it off. Cleared whenever the weights change."""
+    prefill_tokens: int = PREFILL_TOKENS
+    """Prompt tokens (rows x columns) the sampler feeds per forward pass; larger prompts are fed
+    in chunks, which bounds the attention's memory (see `spade.backends.sampling`)."""
     threads: int | None = None
     """torch intra-op threads on CPU; None leaves torch's default."""
     trainable_layers: int | None = None
@@ -267,6 +277,7 @@ class LocalBackend:
                 device=self.device,
                 autocast=self._autocast(),
                 prefix_cache=self.prefix_cache,
+                prefill_tokens=self.config.prefill_tokens,
             )
             for prompt_ids, r in zip(ids[chunk], raw):
                 out.append(
@@ -330,7 +341,7 @@ class LocalBackend:
         with torch.no_grad():
             for s in samples:
                 batch = self._collate([s])
-                logp, _ = self._logprobs(self.model, batch)
+                logp, _ = self._logprobs(self.model, batch, batch["attn"][:, 1:].bool())
                 out.append([0.0] + logp[0].tolist())
         return out
 
@@ -355,7 +366,7 @@ class LocalBackend:
                 [len(s.token_ids) for s in minibatch], ppo.micro_batch_tokens
             ):
                 batch = self._collate([minibatch[i] for i in idx])
-                logp, entropy = self._logprobs(self.model, batch, with_entropy=True)
+                logp, entropy = self._logprobs(self.model, batch, batch["mask"].bool(), True)
                 assert entropy is not None
                 ref_logp = self._reference_logprobs(batch) if ppo.kl_coef > 0 else None
                 parts = ppo_loss(
@@ -478,23 +489,44 @@ class LocalBackend:
         }
 
     def _logprobs(
-        self, model: torch.nn.Module, batch: dict[str, torch.Tensor], with_entropy: bool = False
-    ):
-        ctx = self._autocast() or nullcontext()
-        with ctx:
-            logits = model(
-                input_ids=batch["ids"], attention_mask=batch["attn"], use_cache=False
-            ).logits
-        return token_logprobs(
-            logits[:, :-1], batch["ids"][:, 1:], batch["temperature"], with_entropy
+        self,
+        model: Any,
+        batch: dict[str, torch.Tensor],
+        select: torch.Tensor,
+        with_entropy: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Logprob (and entropy) of each next token where `select` (B, T-1) is true, 0 elsewhere.
+
+        The output layer runs only at the selected positions: projecting every prompt token
+        onto the 49,152-word vocabulary cost ~200 MB of fp32 logits per 1,000 tokens (several
+        times over in the softmax and its backward) for positions PPO never trains."""
+        with self._autocast() or nullcontext():
+            if _plain_head(model):
+                hidden = model.get_decoder()(
+                    input_ids=batch["ids"], attention_mask=batch["attn"], use_cache=False
+                ).last_hidden_state
+                logits = model.get_output_embeddings()(hidden[:, :-1][select])
+            else:  # the model scales or caps its logits after the head: let it
+                logits = model(
+                    input_ids=batch["ids"], attention_mask=batch["attn"], use_cache=False
+                ).logits[:, :-1][select]
+        temperature = batch["temperature"][:, None].expand_as(select)[select]
+        logp, entropy = token_logprobs(
+            logits, batch["ids"][:, 1:][select], temperature, with_entropy
+        )
+        zeros = torch.zeros(select.shape, dtype=logp.dtype, device=logp.device)
+        return (
+            zeros.masked_scatter(select, logp),
+            None if entropy is None else zeros.masked_scatter(select, entropy),
         )
 
     def _reference_logprobs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         with torch.no_grad():
+            select = batch["mask"].bool()
             if self.ref_model is not None:
-                return self._logprobs(self.ref_model, batch)[0]
+                return self._logprobs(self.ref_model, batch, select)[0]
             with self.model.disable_adapter():  # LoRA: the base weights are the reference
-                return self._logprobs(self.model, batch)[0]
+                return self._logprobs(self.model, batch, select)[0]
 
     # ---------------------------------------------------------------- checkpoints
     def save(self, directory: str | Path) -> None:
@@ -597,6 +629,16 @@ def _generation_eos(model: torch.nn.Module) -> set[int]:
     if eos is None:
         return set()
     return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])}
+
+
+def _plain_head(model: Any) -> bool:
+    """Whether the model's logits are just its output layer applied to the decoder's last
+    hidden state (no logit scaling or soft-capping, as Gemma 2/3, Cohere and Granite add)."""
+    config = getattr(model, "config", None)
+    return not any(
+        getattr(config, name, None) not in (None, 1, 1.0)
+        for name in ("final_logit_softcapping", "logit_scale", "logits_scaling")
+    )
 
 
 def freeze_lower_layers(model: torch.nn.Module, trainable: int) -> None:

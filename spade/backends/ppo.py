@@ -29,16 +29,17 @@ class LossParts:
 
 
 def token_logprobs(
-    logits_BTV: torch.Tensor,
-    targets_BT: torch.Tensor,
-    temperature_B: torch.Tensor,
+    logits_NV: torch.Tensor,
+    targets_N: torch.Tensor,
+    temperature_N: torch.Tensor,
     with_entropy: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-probability of each target under logits / temperature, in float32, and the entropy
-    (a diagnostic: computed without gradient, so it costs no backward memory)."""
-    logits = logits_BTV.float() / temperature_B[:, None, None]
+    """Log-probability of each target under its logits / temperature, in float32, and the
+    entropy (a diagnostic: computed without gradient, so it costs no backward memory). Any
+    leading shape works; `temperature_N` has the targets' shape."""
+    logits = logits_NV.float() / temperature_N.unsqueeze(-1)
     logp_all = torch.log_softmax(logits, dim=-1)
-    logp = logp_all.gather(-1, targets_BT.unsqueeze(-1)).squeeze(-1)
+    logp = logp_all.gather(-1, targets_N.unsqueeze(-1)).squeeze(-1)
     entropy = None
     if with_entropy:
         with torch.no_grad():

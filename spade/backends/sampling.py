@@ -166,8 +166,8 @@ class PrefixCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def take(self, ids: Sequence[int]) -> tuple[int, KV | None]:
-        """The longest cached strict prefix of `ids` (removed from the cache), or (0, None)."""
+    def longest(self, ids: Sequence[int]) -> tuple[int, ...] | None:
+        """The key of the longest cached strict prefix of `ids`, or None (nothing changes)."""
         best: tuple[int, ...] | None = None
         n = len(ids)
         for key in self._entries:
@@ -176,6 +176,11 @@ class PrefixCache:
                 continue
             if tuple(ids[:k]) == key:
                 best = key
+        return best
+
+    def take(self, ids: Sequence[int]) -> tuple[int, KV | None]:
+        """The longest cached strict prefix of `ids` (removed from the cache), or (0, None)."""
+        best = self.longest(ids)
         if best is None:
             self.misses += 1
             return 0, None
@@ -219,20 +224,32 @@ def _extract(cache: Any, row: int, columns: torch.Tensor) -> KV:
 def _prefilled_cache(
     model: Any, cached: Sequence[KV | None], lengths: Sequence[int], capacity: int
 ) -> Any:
-    """A batch cache of width max(lengths): row i's cached tensors right-aligned, zeros before."""
+    """A batch cache of width max(lengths): row i's cached tensors right-aligned, zeros before.
+
+    Consumes `cached`: each layer's entries are dropped once copied, so the stored entries and
+    the batch cache are not both held whole (the taken entries are referenced nowhere else)."""
     cache = new_cache(model, capacity)
     C = max(lengths)
     template = next(kv for kv in cached if kv is not None)
-    for layer, (k0, v0) in enumerate(template):
-        H, _, D = k0.shape
-        keys = k0.new_zeros((len(cached), H, C, D))
+    for layer in range(len(template)):
+        k0, v0 = template[layer]
+        keys = k0.new_zeros((len(cached), k0.shape[0], C, k0.shape[2]))
         values = v0.new_zeros((len(cached), v0.shape[0], C, v0.shape[2]))
+        del k0, v0
         for i, kv in enumerate(cached):
             if kv is not None:
                 keys[i, :, C - lengths[i] :] = kv[layer][0]
                 values[i, :, C - lengths[i] :] = kv[layer][1]
+                kv[layer] = (keys.new_empty(0), values.new_empty(0))  # copied: let it go
         cache.update(keys, values, layer)
+        del keys, values
     return cache
+
+
+PREFILL_TOKENS = 4096
+"""Prompt tokens (rows x columns) fed per forward pass before the first reply token. Attention
+over a left-padded batch materialises rows x heads x columns x width fp32 scores: 32 rows of
+830 tokens at once took +2.4 GiB on the default model; in chunks, a chunk's share."""
 
 
 def _logits_kwarg(model: Any) -> dict[str, int]:
@@ -257,11 +274,13 @@ def generate(
     device: torch.device,
     autocast: AbstractContextManager[object] | None = None,
     prefix_cache: PrefixCache | None = None,
+    prefill_tokens: int = PREFILL_TOKENS,
 ) -> list[RawCompletion]:
     """Sample one reply per prompt. `stop_hit(ids)` says whether a stop string just completed.
 
     With a `prefix_cache`, a prompt that extends a cached conversation starts from its stored
-    keys and values, and every conversation is stored again after its reply."""
+    keys and values, and every conversation is stored again after its reply. The prompts are
+    fed in chunks of about `prefill_tokens` tokens over the batch (at least one column)."""
     B = len(prompts)
     if B == 0:
         return []
@@ -269,6 +288,30 @@ def generate(
         raise ValueError("empty prompt")
     kw = cache_kwarg(model)
     keep = _logits_kwarg(model)
+    hit = [prefix_cache is not None and prefix_cache.longest(p) is not None for p in prompts]
+    if any(hit) and not all(hit):
+        # One batch would lay every row out as [cached width][longest new part]: the rows
+        # without a cached prefix make the new part a whole conversation for every row, and
+        # the batch cache twice as wide. Two passes (each row keeps its own seed) cost a
+        # second decode loop instead and bound the memory by the larger group.
+        out: list[RawCompletion] = [RawCompletion([], [], "length")] * B
+        for group in ([i for i in range(B) if hit[i]], [i for i in range(B) if not hit[i]]):
+            done = generate(
+                model,
+                [prompts[i] for i in group],
+                params,
+                seeds=[seeds[i] for i in group],
+                eos_ids=eos_ids,
+                pad_id=pad_id,
+                stop_hit=stop_hit,
+                device=device,
+                autocast=autocast,
+                prefix_cache=prefix_cache,
+                prefill_tokens=prefill_tokens,
+            )
+            for i, r in zip(group, done):
+                out[i] = r
+        return out
     taken = [prefix_cache.take(p) if prefix_cache is not None else (0, None) for p in prompts]
     cached_len = [n for n, _ in taken]
     C = max(cached_len)
@@ -279,6 +322,7 @@ def generate(
         cache = _prefilled_cache(model, [kv for _, kv in taken], cached_len, room)
     else:
         cache = new_cache(model, room)
+    del taken  # emptied by _prefilled_cache; nothing of them is kept during the reply
     gens = [torch.Generator(device=device).manual_seed(s) for s in seeds]
     input_ids = torch.full((B, S), pad_id, dtype=torch.long)
     mask = torch.zeros((B, C + S), dtype=torch.long)
@@ -299,7 +343,6 @@ def generate(
 
     out = [RawCompletion([], [], "length") for _ in range(B)]
     alive = list(range(B))  # original index of each row still in the batch
-    step_ids, step_pos = input_ids, positions
     ctx = autocast if autocast is not None else nullcontext()
 
     def store(row: int, i: int) -> None:
@@ -311,6 +354,18 @@ def generate(
     # One autocast context for the whole reply: autocast caches the bf16 copies of the weights
     # only inside a context, and re-entering it every token re-cast all of them (2x slower).
     with ctx:
+        width = max(1, prefill_tokens // B)
+        for lo in range(0, S - width, width):  # every chunk of the prompts but the last
+            model(
+                input_ids=input_ids[:, lo : lo + width],
+                attention_mask=None if dense else mask[:, : C + lo + width],
+                position_ids=positions[:, lo : lo + width],
+                use_cache=True,
+                **keep,
+                **{kw: cache},
+            )
+        last = (S - 1) // width * width
+        step_ids, step_pos = input_ids[:, last:], positions[:, last:]
         for t in range(params.max_tokens):
             logits = model(
                 input_ids=step_ids,

@@ -56,6 +56,7 @@ def make_local(torch_threads: None) -> Callable[..., object]:
         lora=None,
         precision: str = "fp32",
         prefix_cache_mb: int = 512,
+        prefill_tokens: int = 4096,
         **ppo: object,
     ) -> LocalBackend:
         ppo.setdefault("learning_rate", 1e-3)
@@ -68,6 +69,7 @@ def make_local(torch_threads: None) -> Callable[..., object]:
                 ppo=PPOConfig(**ppo),  # type: ignore[arg-type]
                 lora=lora,
                 prefix_cache_mb=prefix_cache_mb,
+                prefill_tokens=prefill_tokens,
             )
         )
 

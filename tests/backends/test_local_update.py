@@ -66,7 +66,7 @@ def _grad_norm_of(backend, samples: list[Sample], weights: list[float]) -> float
     backend.model.zero_grad(set_to_none=True)
     for s, w in zip(samples, weights):
         batch = backend._collate([s])
-        logp, _ = backend._logprobs(backend.model, batch)
+        logp, _ = backend._logprobs(backend.model, batch, batch["attn"][:, 1:].bool())
         loss = -(w * s.advantage) * (logp * batch["mask"]).sum()
         loss.backward()
     norm = torch.sqrt(sum((p.grad.double() ** 2).sum() for p in backend.model.parameters()))
@@ -244,3 +244,24 @@ def test_sft_step_without_prompt_gradient_has_the_same_loss_and_skips_the_prompt
         if m
     ]
     assert sum(y for _, y in trained) > sum(x for x, _ in trained)
+
+
+def test_logprobs_at_selected_positions_match_the_full_projection(make_local):
+    # PPO projects only the trained positions onto the vocabulary; the values there must be
+    # those of the whole-sequence forward, the rest 0, and the gradient must reach the model
+    backend = make_local()
+    sample = _sample(5, 1.0)
+    batch = backend._collate([sample])
+    with torch.no_grad():
+        logits = backend.model(input_ids=batch["ids"], attention_mask=batch["attn"]).logits
+    full = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, batch["ids"][:, 1:, None])
+    select = batch["mask"].bool()
+    assert 0 < int(select.sum()) < select.numel()
+    logp, entropy = backend._logprobs(backend.model, batch, select, with_entropy=True)
+    assert torch.allclose(logp[select], full[..., 0][select], atol=1e-5)
+    assert bool((logp[~select] == 0).all()) and bool((entropy[~select] == 0).all())
+    assert bool((entropy[select] > 0).all())
+    logp.sum().backward()
+    assert any(
+        p.grad is not None and bool(p.grad.abs().sum() > 0) for p in backend.model.parameters()
+    )

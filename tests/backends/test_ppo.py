@@ -68,7 +68,7 @@ def test_masked_tokens_do_not_count():
 
 def test_token_logprobs_apply_temperature():
     logits = torch.tensor([[[1.0, 2.0, 3.0]]])
-    lp, ent = token_logprobs(logits, torch.tensor([[2]]), torch.tensor([0.5]))
+    lp, ent = token_logprobs(logits, torch.tensor([[2]]), torch.tensor([[0.5]]))
     assert lp.item() == pytest.approx(torch.log_softmax(logits / 0.5, -1)[0, 0, 2].item())
     assert ent.item() > 0
 

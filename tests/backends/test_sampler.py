@@ -157,3 +157,32 @@ def test_bf16_autocast_on_cpu_keeps_attention_in_fp32(make_local):
     # Same weights (seed 0); fp32 attention is at least as close to fp32 as bf16 attention.
     assert (ours.float() - exact).abs().max() <= (stock.float() - exact).abs().max() + 1e-3
     assert torch.allclose(ours.float(), exact, atol=0.1)
+
+
+def test_prompts_fed_in_chunks_sample_what_one_pass_samples(make_local):
+    # prefill_tokens=2 feeds three left-padded prompts one column at a time (and later turns'
+    # new tokens after their cached prefixes): the replies and their logprobs must not change
+    whole, chunked = make_local(), make_local(prefill_tokens=2)
+    params = SamplingParams(max_tokens=7, temperature=0.9, seed=5)
+    a, b = play(whole, 3, params), play(chunked, 3, params)
+    for conv_a, conv_b in zip(a, b):
+        for x, y in zip(conv_a, conv_b):
+            assert x.completion_ids == y.completion_ids
+            assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+    assert chunked.prefix_cache.hits == 6
+
+
+def test_a_mixed_batch_is_sampled_in_two_passes_with_each_rows_own_seed(make_local):
+    # one conversation has a cached prefix, two do not: the batch splits into two passes, and
+    # each row samples what it samples in a batch of its own (its seed travels with it)
+    backend = make_local()
+    params = SamplingParams(max_tokens=6, temperature=1.0, seed=11)
+    first = backend.sample([Prompt.of(OPENINGS[0])], params)[0]
+    second = backend.extend(Prompt.of(OPENINGS[0]), first, [{"role": "user", "content": "more"}])
+    batch = [Prompt.of(OPENINGS[1]), second, Prompt.of(OPENINGS[2])]
+    mixed = backend.sample(batch, params)
+    assert backend.prefix_cache.hits == 1
+    alone = make_local(prefix_cache_mb=0).sample(batch, params)
+    for x, y in zip(mixed, alone):
+        assert x.completion_ids == y.completion_ids
+        assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
