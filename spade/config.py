@@ -137,8 +137,8 @@ class TrainConfig:
     """Episodes per held-out environment in those evaluations (seeds 0..N-1)."""
     eval_set: Literal["bundled", "families"] = "families"
     """The held-out environments: `bundled` (spade/heldout/, the setting's games or tool
-    tasks) or `families` (compact renders of template families that no warm start, pool or
-    Designer exemplar contains: `spade.warmdata.eval_programs`, games only)."""
+    tasks) or `families` (compact renders of held-out template families and of every mini
+    family, six of them held out: `spade.warmdata.eval_programs`, games only)."""
     eval_difficulty: int | None = 1
     """Constructor `difficulty=` of the held-out environments; None: each one's default. The small
     recipe evaluates at 1 (easy): at their default the warm-started 135M model wins almost

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from spade.backends.base import Policy, SamplingParams
@@ -60,24 +60,38 @@ class EvalResult:
     by_skill: dict[str, WinRate]
     errors: int
     """Episodes whose environment failed (counted as losses)."""
+    by_family: dict[str, WinRate] = dataclasses.field(default_factory=dict)
+    """By the part of each program's source before its last `/` (for the evaluation set,
+    `eval:<family>` or `eval:mini-seen:<family>`; for files, their folder)."""
 
     def to_json(self) -> dict[str, object]:
         return {
             "overall": self.overall.to_json(),
             "by_skill": {k: v.to_json() for k, v in sorted(self.by_skill.items())},
+            "by_family": {k: v.to_json() for k, v in sorted(self.by_family.items())},
             "errors": self.errors,
         }
+
+    def share(self, keep: Callable[[str], bool]) -> WinRate:
+        """Wins and episodes over the families whose name `keep` accepts."""
+        parts = [v for k, v in self.by_family.items() if keep(k)]
+        return WinRate(sum(v.wins for v in parts), sum(v.episodes for v in parts))
 
 
 def summarise(rollouts: Sequence[Rollout]) -> EvalResult:
     by_skill: dict[str, list[bool]] = {}
+    by_family: dict[str, list[bool]] = {}
     for r in rollouts:
-        by_skill.setdefault(r.request.program.skill or "unknown", []).append(r.return_ > 0)
+        won = r.return_ > 0
+        by_skill.setdefault(r.request.program.skill or "unknown", []).append(won)
+        family = (r.request.program.source or "unknown").rsplit("/", 1)[0]
+        by_family.setdefault(family, []).append(won)
     wins = [w for ws in by_skill.values() for w in ws]
     return EvalResult(
         WinRate(sum(wins), len(wins)),
         {k: WinRate(sum(v), len(v)) for k, v in by_skill.items()},
         sum(1 for r in rollouts if r.error),
+        {k: WinRate(sum(v), len(v)) for k, v in by_family.items()},
     )
 
 

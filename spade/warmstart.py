@@ -4,9 +4,10 @@
   (the embedded model's budget, the recipe's form, a random grounding document each), every
   reply through the real validator with the bundled seeds as the duplicate pool; how many are
   near-duplicates of a warm-start training program, and which form each uses;
-- Agent: the held-out evaluation set (`spade.warmdata.eval_programs`, families no warm start
-  or arm trains on, at difficulty 1 by default) and the bundled held-out games at difficulty 1,
-  played without hints; win rates with their 95% intervals.
+- Agent: the evaluation set (`spade.warmdata.eval_programs`: held-out template and mini
+  families and one render of each trained mini family, at difficulty 1 by default) and the
+  bundled held-out games at difficulty 1, played without hints; win rates with their 95%
+  intervals, overall and for the held-out families alone.
 """
 
 from __future__ import annotations
@@ -180,6 +181,12 @@ def measure_model(
         report["agent_on_heldout_games_difficulty_1"] = {
             **_rate(on_heldout),
             "environments": len(heldout),
+        }
+        held_out = on_eval.share(lambda family: not family.startswith("eval:mini-seen:"))
+        report["agent_on_eval_set"]["held_out_families"] = {
+            "wins": held_out.wins,
+            "episodes": held_out.episodes,
+            "win_rate_95ci": [round(x, 3) for x in held_out.interval],
         }
         report["agent_eval_wins_by_skill"] = {
             k: v.wins for k, v in sorted(on_eval.by_skill.items())

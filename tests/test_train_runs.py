@@ -47,6 +47,8 @@ def test_heldout_evaluation_before_and_after_is_written_once(tmp_path: Path, mon
         overall = evals[phase]["overall"]
         assert (overall["wins"], overall["episodes"], overall["rate"]) == (1, 2, 0.5)
         assert set(evals[phase]["by_skill"]) == {"Mathematical Reasoning"}
+        (family,) = evals[phase]["by_family"].values()
+        assert (family["wins"], family["episodes"]) == (1, 2)
         assert evals[phase]["errors"] == 0
     # a resumed, finished run does not evaluate again
     calls = []

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from spade import prompts, templates
+from spade.templates.mini import MINI_EVAL_FAMILIES, MINI_FAMILIES
 from spade.warmdata import (
     COMPACT_FAMILIES,
     eval_families,
@@ -94,8 +95,16 @@ def test_eval_programs_are_deterministic_valid_environments() -> None:
 
     programs = eval_programs()
     assert [p.code for p in programs] == [p.code for p in eval_programs()]
-    assert len({p.env_id for p in programs}) == len(programs) == 18  # 12 template, 6 mini
+    # 12 template renders of held-out families, 6 held-out mini families, 12 trained ones
+    assert len({p.env_id for p in programs}) == len(programs) == 30
     assert {p.skill for p in programs} == set(templates.SKILL_FAMILIES)
+    families = [p.source.rsplit("/", 1)[0] for p in programs]
+    held_out = [f for f in families if not f.startswith("eval:mini-seen:")]
+    assert sorted({f.split(":")[-1] for f in held_out}) == sorted(
+        {*eval_families(), *MINI_EVAL_FAMILIES}
+    )
+    seen = {f.split(":")[-1] for f in families if f.startswith("eval:mini-seen:")}
+    assert seen == set(MINI_FAMILIES) - set(MINI_EVAL_FAMILIES)
 
     async def run() -> list:
         async with Sandbox() as sandbox:

@@ -12,7 +12,8 @@ short and share one shape, so a line taken from one fits in another; and their q
 easy enough that the small model wins some of them as the Agent, which self-play needs.
 
 Three families per game skill; the last of each skill (`MINI_EVAL_FAMILIES`) is never trained
-on: its renders join the evaluation set (`spade.warmdata.eval_programs`). Every render passes
+on. One render of every family (held out or not) is in the evaluation set
+(`spade.warmdata.eval_programs`). Every render passes
 the real validator (`tests/test_templates.py`).
 """
 
