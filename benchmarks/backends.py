@@ -2,7 +2,7 @@
 
     python benchmarks/backends.py                          # the default model (SmolLM2-135M)
     python benchmarks/backends.py --models tiny-test --batches 1 8 --prompt-lengths 50
-    python benchmarks/backends.py --skip-hf --skip-train   # only the 6-turn rollouts
+    python benchmarks/backends.py --skip-generation --skip-train   # only the 6-turn rollouts
 
 Three tables, all measured in this one process on the same model object and precision:
 
@@ -214,6 +214,7 @@ def main() -> None:
     p.add_argument("--skip-hf", action="store_true")
     p.add_argument("--skip-rollouts", action="store_true")
     p.add_argument("--skip-train", action="store_true")
+    p.add_argument("--skip-generation", action="store_true")
     args = p.parse_args()
 
     import torch
@@ -240,31 +241,32 @@ def main() -> None:
             [Prompt(messages=(), token_ids=tuple(x)) for x in short],
             SamplingParams(max_tokens=4, seed=0),
         )
-        print(f"\ngeneration ({args.max_tokens} new tokens per reply):")
-        stock = None
-        if not args.skip_hf:
-            from transformers import AutoModelForCausalLM
+        if not args.skip_generation:
+            print(f"\ngeneration ({args.max_tokens} new tokens per reply):")
+            stock = None
+            if not args.skip_hf:
+                from transformers import AutoModelForCausalLM
 
-            stock = AutoModelForCausalLM.from_pretrained(backend.model_path).eval()
-        rows = generation_rows(
-            backend,
-            stock,
-            args.batches,
-            args.prompt_lengths,
-            args.max_tokens,
-            args.repeats,
-            args.skip_hf,
-        )
-        header = (
-            f"{'batch':>6}{'prompt':>8}{'ours tok/s':>12}{'HF tok/s':>10}{'HF+attn':>9}"
-            f"{'ours/HF':>9}{'ours/HF+attn':>14}"
-        )
-        print("\n" + header + "\n" + "-" * len(header))
-        for b, length, ours, hf, tuned in rows:
-            print(
-                f"{b:>6}{length:>8}{ours:>12.1f}{hf:>10.1f}{tuned:>9.1f}"
-                f"{ours / hf:>9.2f}{ours / tuned:>14.2f}"
+                stock = AutoModelForCausalLM.from_pretrained(backend.model_path).eval()
+            rows = generation_rows(
+                backend,
+                stock,
+                args.batches,
+                args.prompt_lengths,
+                args.max_tokens,
+                args.repeats,
+                args.skip_hf,
             )
+            header = (
+                f"{'batch':>6}{'prompt':>8}{'ours tok/s':>12}{'HF tok/s':>10}{'HF+attn':>9}"
+                f"{'ours/HF':>9}{'ours/HF+attn':>14}"
+            )
+            print("\n" + header + "\n" + "-" * len(header))
+            for b, length, ours, hf, tuned in rows:
+                print(
+                    f"{b:>6}{length:>8}{ours:>12.1f}{hf:>10.1f}{tuned:>9.1f}"
+                    f"{ours / hf:>9.2f}{ours / tuned:>14.2f}"
+                )
 
         if not args.skip_rollouts:
             before, ctx = rollout_rate(
