@@ -419,7 +419,7 @@ class LocalBackend:
             raise ValueError("sft_step needs samples with trained tokens")
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.model.eval()
-        decoder, head = self.model.get_decoder(), self.model.get_output_embeddings()
+        decoder = self.model.get_decoder()
         total = 0.0
         groups = (
             pack_micro_batches(
@@ -446,10 +446,13 @@ class LocalBackend:
                             use_cache=True,
                             **cache,
                         )
-                hidden = decoder(
-                    input_ids=ids[:, start:], attention_mask=attn, **cache
-                ).last_hidden_state
-                logits = head(hidden[select[:, start:]]).float()
+                logits = _logits_at(
+                    self.model,
+                    select[:, start:],
+                    input_ids=ids[:, start:],
+                    attention_mask=attn,
+                    **cache,
+                ).float()
             loss = F.cross_entropy(logits, targets[:, start:][select[:, start:]], reduction="sum")
             loss = loss / n_tok
             loss.backward()
@@ -501,15 +504,13 @@ class LocalBackend:
         onto the 49,152-word vocabulary cost ~200 MB of fp32 logits per 1,000 tokens (several
         times over in the softmax and its backward) for positions PPO never trains."""
         with self._autocast() or nullcontext():
-            if _plain_head(model):
-                hidden = model.get_decoder()(
-                    input_ids=batch["ids"], attention_mask=batch["attn"], use_cache=False
-                ).last_hidden_state
-                logits = model.get_output_embeddings()(hidden[:, :-1][select])
-            else:  # the model scales or caps its logits after the head: let it
-                logits = model(
-                    input_ids=batch["ids"], attention_mask=batch["attn"], use_cache=False
-                ).logits[:, :-1][select]
+            logits = _logits_at(
+                model,
+                torch.nn.functional.pad(select, (0, 1)),  # the last position predicts nothing
+                input_ids=batch["ids"],
+                attention_mask=batch["attn"],
+                use_cache=False,
+            )
         temperature = batch["temperature"][:, None].expand_as(select)[select]
         logp, entropy = token_logprobs(
             logits, batch["ids"][:, 1:][select], temperature, with_entropy
@@ -631,14 +632,19 @@ def _generation_eos(model: torch.nn.Module) -> set[int]:
     return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])}
 
 
-def _plain_head(model: Any) -> bool:
-    """Whether the model's logits are just its output layer applied to the decoder's last
-    hidden state (no logit scaling or soft-capping, as Gemma 2/3, Cohere and Granite add)."""
+def _logits_at(model: Any, select: torch.Tensor, **inputs: Any) -> torch.Tensor:
+    """The model's logits at the input positions where `select` (batch, tokens) is true, as
+    (N, vocabulary). The output layer runs only there, unless the model scales or soft-caps its
+    logits after it (Gemma 2/3, Cohere, Granite): those run their whole forward."""
     config = getattr(model, "config", None)
-    return not any(
+    plain = not any(
         getattr(config, name, None) not in (None, 1, 1.0)
         for name in ("final_logit_softcapping", "logit_scale", "logits_scaling")
     )
+    if not plain:
+        return model(**inputs).logits[select]
+    hidden = model.get_decoder()(**inputs).last_hidden_state
+    return model.get_output_embeddings()(hidden[select])
 
 
 def freeze_lower_layers(model: torch.nn.Module, trainable: int) -> None:
