@@ -33,10 +33,13 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from spade.backends.base import Message, Role
 from spade.types import Program
+
+if TYPE_CHECKING:
+    from spade.templates import Rendered
 
 PACKAGE_PARENT = Path(__file__).resolve().parents[1]
 
@@ -335,9 +338,28 @@ def eval_programs(count_per_family: int = 2, seed: int = 1234) -> list[Program]:
     return out
 
 
+def designer_programs(
+    count: int, seed: int, form: str, families: Sequence[str], mini: int = 0
+) -> list[Rendered]:
+    """The programs a warm start shows as Designer turns, in render order: `count` renders of
+    the template `families` in `form`, then `mini` one-question programs."""
+    from spade import templates
+
+    programs = list(templates.render_many(count, seed=seed, form=form, families=families))
+    if mini:
+        from spade.templates.mini import render_mini_many
+
+        programs += render_mini_many(mini, seed=seed)
+    return programs
+
+
+FULL_COUNT = 3000
+"""The full-form warm start's Designer turns: template programs (and the seeds)."""
+
+
 def template_examples(
     fmt: ExampleFormat | None = None,
-    count: int = 3000,
+    count: int = FULL_COUNT,
     seed: int = 0,
     documents: Sequence[Mapping[str, Any]] | None = None,
     agent_programs: int = 120,
@@ -361,11 +383,8 @@ def template_examples(
     docs = _documents(documents)
     rng = random.Random(seed)
     families = [f for f in sorted(templates.FAMILIES) if f not in set(exclude)]
-    programs = list(templates.render_many(count, seed=seed, form=form, families=families))
+    programs = designer_programs(count, seed, form, families, mini)
     if mini:
-        from spade.templates.mini import render_mini_many
-
-        programs += render_mini_many(mini, seed=seed)
         random.Random(seed + 1).shuffle(programs)
     examples: list[Example] = []
     for program in programs:

@@ -52,17 +52,19 @@ def training_programs(
 ) -> list[str]:
     """The code of the Designer targets of the default warm start (to spot memorised copies);
     `families`, `mini` and `count` as in `warm_start_examples` (None: its default)."""
-    from spade import templates
-    from spade.templates.mini import render_mini_many
-    from spade.warmdata import COMPACT_COUNT, COMPACT_MINI, training_families
+    from spade.warmdata import (
+        COMPACT_COUNT,
+        COMPACT_MINI,
+        FULL_COUNT,
+        designer_programs,
+        training_families,
+    )
 
     compact = form == "compact"
-    count = count if count is not None else COMPACT_COUNT if compact else 3000
+    count = count if count is not None else COMPACT_COUNT if compact else FULL_COUNT
     mini = mini if mini is not None else COMPACT_MINI if compact else 0
-    rendered = templates.render_many(
-        count, seed=seed, form=form, families=training_families(form, families)
-    )
-    return [r.code for r in (*rendered, *render_mini_many(mini, seed=seed))]
+    programs = designer_programs(count, seed, form, training_families(form, families), mini)
+    return [r.code for r in programs]
 
 
 def _rate(result: EvalResult) -> dict[str, Any]:
