@@ -29,14 +29,19 @@ def play(backend, turns: int, params: SamplingParams, openings=OPENINGS):
     return history
 
 
+def assert_same_replies(a, b) -> None:
+    """The same reply tokens, and logprobs within float rounding, completion by completion."""
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.completion_ids == y.completion_ids
+        assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+
+
 def test_cached_turns_sample_what_recomputing_them_samples(make_local):
     cached, fresh = make_local(), make_local(prefix_cache_mb=0)
     params = SamplingParams(max_tokens=9, temperature=0.8, seed=3)
     a, b = play(cached, 4, params), play(fresh, 4, params)
-    for conv_a, conv_b in zip(a, b):
-        for x, y in zip(conv_a, conv_b):
-            assert x.completion_ids == y.completion_ids
-            assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+    assert_same_replies([c for conv in a for c in conv], [c for conv in b for c in conv])
     cache = cached.prefix_cache
     # Turns 2-4 of all three conversations started from their stored prefix.
     assert (cache.hits, cache.misses) == (9, 3)
@@ -165,10 +170,7 @@ def test_prompts_fed_in_chunks_sample_what_one_pass_samples(make_local):
     whole, chunked = make_local(), make_local(prefill_tokens=2)
     params = SamplingParams(max_tokens=7, temperature=0.9, seed=5)
     a, b = play(whole, 3, params), play(chunked, 3, params)
-    for conv_a, conv_b in zip(a, b):
-        for x, y in zip(conv_a, conv_b):
-            assert x.completion_ids == y.completion_ids
-            assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+    assert_same_replies([c for conv in a for c in conv], [c for conv in b for c in conv])
     assert chunked.prefix_cache.hits == 6
 
 
@@ -183,6 +185,4 @@ def test_a_mixed_batch_is_sampled_in_two_passes_with_each_rows_own_seed(make_loc
     mixed = backend.sample(batch, params)
     assert backend.prefix_cache.hits == 1
     alone = make_local(prefix_cache_mb=0).sample(batch, params)
-    for x, y in zip(mixed, alone):
-        assert x.completion_ids == y.completion_ids
-        assert x.logprobs == pytest.approx(y.logprobs, abs=1e-4)
+    assert_same_replies(mixed, alone)
