@@ -107,7 +107,14 @@ class PlayConfig:
     the same seeds."""
     active_envs: int = 8
     """Environments played per iteration: the ones designed this iteration, then a seeded
-    random sample of the rest of the pool (bundled seeds included)."""
+    sample of the rest of the pool (bundled seeds included), drawn by `pool_sampling`."""
+    pool_sampling: Literal["learnable", "uniform"] = "learnable"
+    """How the rest of the active set is drawn from the pool. `learnable` (ours): in proportion
+    to `p (1 - p)`, `p` an environment's plain win rate so far shrunk toward the pool's
+    (`spade.loop.replay_weights`), so the environments the Agent sometimes wins, the only ones
+    whose plays have non-zero advantages, come back, and the ones it always loses (for the small
+    model, most bundled seeds) rarely do; like prioritized level replay. `uniform`: every admitted
+    environment alike (the paper's recipes; the paper names no rule)."""
     max_turns: int = 6
     """Turn cap of an episode (paper 25)."""
     max_tokens: int = 32
@@ -128,6 +135,13 @@ class TrainConfig:
     """`blend` (paper default), `regret`, `solve_rate` or `learning_potential`."""
     no_design: bool = False
     """Fixed-pool baseline: the Agent trains on the seed environments, nothing is designed."""
+    mini_seeds: bool = True
+    """Also seed the pool with one compact program of each mini family the warm start trains
+    on, none a near-duplicate of an evaluation program (10 one-question environments,
+    `spade.train.mini_seed_programs`; ours). The bundled
+    seeds are 20-150-line games that the warm-started 135M Agent never wins, so without these the
+    first iterations have nothing but new designs to learn from. The paper recipes seed the
+    bundled environments only."""
     separate_designer: bool = False
     """Two-model ablation: a Designer and an Agent policy, each trained on its own samples."""
     heldout_eval: bool = True
@@ -231,7 +245,10 @@ PAPER_GAMES = TrainConfig(
         form="full",
         temperature=1.0,
     ),
-    play=PlayConfig(plays_per_env=8, active_envs=64, max_turns=25, max_tokens=4096),
+    play=PlayConfig(
+        plays_per_env=8, active_envs=64, max_turns=25, max_tokens=4096, pool_sampling="uniform"
+    ),
+    mini_seeds=False,
     model=ModelConfig(model="Qwen/Qwen3-4B", max_context_tokens=32768, threads=None),
     eval_seeds=8,
     eval_set="bundled",

@@ -10,7 +10,8 @@ iteration (`play.active_envs x play.plays_per_env`) and the same update budget p
 differ only in where the environments come from and how the Designer is rewarded:
 
 - `selfplay`: one model in both roles, the blend reward (the paper's default);
-- `fixed_pool`: `--no-design`, the Agent trains on the bundled seeds only;
+- `fixed_pool`: `--no-design`, the Agent trains on the seed environments only (the tiny
+  recipe's: the bundled seeds and the mini seeds);
 - `separate_designer`: two models, each trained on its own role's samples;
 - `solve_rate`: one model, the Designer rewarded by the solve rate only (no regret).
 

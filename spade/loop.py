@@ -26,6 +26,7 @@ lowest reward; the loop state lives in the run directory, and `--resume` continu
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -221,13 +222,10 @@ def _play_step(
     clock: dict[str, float],
 ) -> list[Rollout]:
     """Plain plays of the active environments; new designs also hinted, on the same seeds."""
-    # new designs first, then a seeded sample of the rest of the pool (seeds included)
-    others = [p for p in pool.admitted() if p not in new_envs]
-    picked = random.Random(_seed(cfg, it, "active")).sample(
-        others, min(len(others), max(0, cfg.play.active_envs - len(new_envs)))
-    )
     base, n = _seed(cfg, it, "episodes"), cfg.play.plays_per_env
-    requests = [PlayRequest(p, base + i) for p in new_envs + picked for i in range(n)]
+    requests = [
+        PlayRequest(p, base + i) for p in active_set(it, cfg, pool, new_envs) for i in range(n)
+    ]
     requests += [PlayRequest(p, base + i, hinted=True) for p in new_envs for i in range(n)]
     params = SamplingParams(
         max_tokens=cfg.play.max_tokens,
@@ -254,6 +252,20 @@ def _play_step(
     return rollouts
 
 
+def active_set(it: int, cfg: TrainConfig, pool: Pool, new_envs: Sequence[Program]) -> list[Program]:
+    """The environments played at iteration `it`: every new design, then a seeded sample of
+    the rest of the pool (seeds included) up to `cfg.play.active_envs`, by `pool_sampling`."""
+    others = [p for p in pool.admitted() if p not in new_envs]
+    k = min(len(others), max(0, cfg.play.active_envs - len(new_envs)))
+    rng = random.Random(_seed(cfg, it, "active"))
+    if cfg.play.pool_sampling == "uniform":
+        picked = rng.sample(others, k)
+    else:
+        weights = replay_weights(pool.plain_record(it - 1), [p.env_id for p in others])
+        picked = [others[i] for i in weighted_sample(weights, k, rng)]
+    return [*new_envs, *picked]
+
+
 def _update(
     models: Models, agent_samples: list[Sample], designer_samples: list[Sample]
 ) -> dict[str, dict[str, float]]:
@@ -268,6 +280,44 @@ def _update(
             "designer": (models.designer_trainer, designer_samples),
         }
     return {name: trainer.update(batch) for name, (trainer, batch) in batches.items() if batch}
+
+
+REPLAY_PSEUDO_PLAYS = 2.0
+"""Pseudo-plays at the pool's win rate added to each environment's record in `replay_weights`."""
+REPLAY_FLOOR = 1e-3
+"""The least weight: an environment never won nor lost so far is still drawn now and then."""
+
+
+def replay_weights(
+    records: dict[str, tuple[int, int]],
+    env_ids: Sequence[str],
+    pseudo_plays: float = REPLAY_PSEUDO_PLAYS,
+) -> list[float]:
+    """Learning-potential weights of `env_ids` for `pool_sampling="learnable"` (ours).
+
+    `p (1 - p) + REPLAY_FLOOR`, with `p` an environment's plain win rate in `records` (wins,
+    plays) shrunk toward the rate over all records by `pseudo_plays` (an unplayed environment
+    gets that rate). `p (1 - p)` is the variance of a play's outcome: a group of plays has
+    non-zero advantages, i.e. something to learn, only where it is not 0. With no record at all
+    every weight is equal."""
+    wins = sum(w for w, _ in records.values())
+    plays = sum(n for _, n in records.values())
+    prior = wins / plays if plays else 0.5
+    out = []
+    for env_id in env_ids:
+        w, n = records.get(env_id, (0, 0))
+        p = (w + pseudo_plays * prior) / (n + pseudo_plays)
+        out.append(p * (1.0 - p) + REPLAY_FLOOR)
+    return out
+
+
+def weighted_sample(weights: Sequence[float], k: int, rng: random.Random) -> list[int]:
+    """`k` distinct indices drawn with probability proportional to `weights` (Efraimidis and
+    Spirakis: the k largest `log(u) / w`), in drawn order. Deterministic given rng's state."""
+    if any(not w > 0 for w in weights):
+        raise ValueError(f"weights must be positive, got {list(weights)}")
+    keys = [math.log(1.0 - rng.random()) / w for w in weights]
+    return sorted(range(len(keys)), key=lambda i: -keys[i])[:k]
 
 
 def _agent_samples(rollouts: Sequence[Rollout]) -> list[Sample]:

@@ -509,6 +509,18 @@ class Pool:
         )
         return [float(r["return_"]) for r in rows]
 
+    def plain_record(self, until_iteration: int | None = None) -> dict[str, tuple[int, int]]:
+        """(wins, plays) of the plain plays of every environment played at or before
+        `until_iteration` (None: ever), by env_id; a win is a positive return."""
+        hi = 2**62 if until_iteration is None else int(until_iteration)
+        rows = self._conn.execute(
+            """SELECT env_id, SUM(CASE WHEN return_ > 0 THEN 1 ELSE 0 END) AS wins,
+                COUNT(*) AS plays
+            FROM episodes WHERE hinted = 0 AND iteration <= ? GROUP BY env_id""",
+            (hi,),
+        )
+        return {r["env_id"]: (int(r["wins"]), int(r["plays"])) for r in rows}
+
     def paired_returns(self, env_id: str, iteration: int) -> tuple[list[float], list[float]]:
         """(hinted, plain) returns at `iteration` on the seeds both arms played, by seed:
         the paired arms of the regret (SPADE.md section 3, "Ours")."""

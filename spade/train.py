@@ -10,7 +10,9 @@ after the last committed iteration; a killed iteration is dropped and replayed i
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -97,11 +99,44 @@ def build_models(cfg: TrainConfig, model: str) -> Models:
     return Models(agent, agent, designer, designer)
 
 
+MINI_SEED_RENDER_SEED = 4321
+"""Render seed of `mini_seed_programs`: neither the warm start's (0) nor the evaluation set's."""
+
+
+@functools.cache
+def mini_seed_programs(tries: int = 20) -> tuple[Program, ...]:
+    """One compact program of each mini family the warm start trains on (`cfg.mini_seeds`),
+    rendered with a seed of their own, source `mini-seed:<family>`; deterministic.
+
+    No seed is a near-duplicate of an evaluation program (`spade.warmdata.eval_programs`): a
+    family's renders are drawn until one is not (up to `tries`), and a family whose every
+    render is one (a family with few variants) has no seed."""
+    from spade.templates.mini import MINI_EVAL_FAMILIES, MINI_FAMILIES, render_mini
+    from spade.validate import ValidatorConfig, check_duplicates
+    from spade.warmdata import eval_programs
+
+    evaluation, cfg = eval_programs(), ValidatorConfig()
+    out = []
+    for family in sorted(set(MINI_FAMILIES) - set(MINI_EVAL_FAMILIES)):
+        rng = random.Random(f"{MINI_SEED_RENDER_SEED}/{family}")
+        for _ in range(tries):
+            r = render_mini(rng, family)
+            program = Program.from_code(
+                r.code, hint=r.hint, skill=r.skill, source=f"mini-seed:{family}"
+            )
+            if check_duplicates(program, evaluation, cfg) is None:
+                out.append(program)
+                break
+    return tuple(out)
+
+
 def seed_pool(pool: Pool, cfg: TrainConfig) -> int:
-    """Admit the bundled seeds for the configured skills at iteration 0 (once)."""
+    """Admit the bundled seeds (and with `cfg.mini_seeds` the mini seeds) for the configured
+    skills at iteration 0 (once)."""
     wanted = set(cfg.design.skills)
+    programs = [*bundled.seed_programs(), *(mini_seed_programs() if cfg.mini_seeds else ())]
     added = 0
-    for program in bundled.seed_programs():
+    for program in programs:
         if program.skill in wanted and program.env_id not in pool:
             verdict = Verdict(program.env_id, True, (), {"bundled": True})
             added += pool.add_program(program, verdict, 0, {"seed_file": program.source})
