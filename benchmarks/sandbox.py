@@ -1,6 +1,7 @@
 """What isolation costs: the spade sandbox against two other ways to run an environment program.
 
     .venv/bin/python benchmarks/sandbox.py [--episodes N] [--quick]
+    .venv/bin/python benchmarks/sandbox.py --ray [--episodes N]   # the sandbox on Ray instead
 
 Three executors run the same seed-like game (a number guessing game whose episodes last exactly 25
 steps: the scripted policy never guesses right and the game truncates itself at turn 25), all
@@ -21,6 +22,11 @@ one session at a time and with 16 at once, and validations per minute. Validatio
 (static checks, 7 probe policies x 8 seeds, solution replay at 4 seeds, termination, determinism
 seeds replayed twice) without the sandbox's fresh-interpreter PYTHONHASHSEED variation or any
 resource limits. Ratios are plain value ratios of two columns. Prints one table; asserts nothing.
+
+`--ray` measures the same episodes through `spade.sandbox.cluster.RaySandbox` instead (the `ray`
+extra): the local sandbox, then, on a Ray cluster of two fake nodes on this machine
+(`ray.cluster_utils.Cluster`), one sandbox host and two; episode start, step round trip and
+end-to-end steps/s with 16 and 64 sessions at once, each against the local sandbox's.
 """
 
 from __future__ import annotations
@@ -475,12 +481,88 @@ def render(r: dict[str, Any], episodes: int, wall_s: float) -> None:
     )
 
 
+# --- the sandbox on Ray (--ray) -----------------------------------------------------------------
+
+
+async def _ray_row(sandbox: Any, episodes: int) -> dict[str, float]:
+    episode = sandbox_episode(sandbox)
+    await timed_episodes(episode, range(1000, 1000 + CONCURRENCY), CONCURRENCY)  # warm-up
+    (start, _, step), _ = await sequential(episode, range(episodes))
+    rates = {w: await timed_episodes(episode, range(episodes), w) for w in (CONCURRENCY, 64)}
+    return {"start": start, "step": step, "rate16": rates[CONCURRENCY], "rate64": rates[64]}
+
+
+def measure_ray(episodes: int) -> dict[str, dict[str, float]]:
+    import ray
+    from ray.cluster_utils import Cluster
+
+    from spade.sandbox.cluster import RaySandbox
+
+    async def local() -> dict[str, float]:
+        async with Sandbox() as sandbox:
+            return await _ray_row(sandbox, episodes)
+
+    async def on_ray(hosts: int) -> dict[str, float]:
+        async with RaySandbox(hosts=hosts) as sandbox:
+            assert len(sandbox.hosts) == hosts
+            return await _ray_row(sandbox, episodes)
+
+    out = {"local Sandbox": asyncio.run(local())}
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, log_to_driver=False)
+    cluster.wait_for_nodes()
+    try:
+        out["RaySandbox, 1 host"] = asyncio.run(on_ray(1))
+        out["RaySandbox, 2 hosts"] = asyncio.run(on_ray(2))
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    return out
+
+
+def render_ray(r: dict[str, dict[str, float]], episodes: int, wall_s: float) -> None:
+    table = Table(title=f"The sandbox on Ray: {episodes} episodes of {MAX_TURNS} steps per cell")
+    table.add_column("", justify="left")
+    for name in r:
+        table.add_column(name, justify="right")
+    for name in list(r)[1:]:
+        table.add_column(f"{name.split(', ')[1]} / local", justify="right")
+    base = r["local Sandbox"]
+    for label, key in [
+        ("episode start, median (ms)", "start"),
+        ("step round trip, median (ms)", "step"),
+        (f"env steps/s, {CONCURRENCY} sessions", "rate16"),
+        ("env steps/s, 64 sessions", "rate64"),
+    ]:
+        cells = [fmt(v[key]) for v in r.values()]
+        cells += [fmt(v[key] / base[key]) + "x" for v in list(r.values())[1:]]
+        table.add_row(label, *cells)
+    console = Console(width=140)
+    console.print(table)
+    console.print(
+        "Both hosts and the local sandbox share this machine's "
+        f"{os.cpu_count()} CPUs (two Ray nodes faked by ray.cluster_utils.Cluster), so a second "
+        "host adds actor hops, not CPUs. Steps/s rows include each episode's start and close; "
+        f"the driver steps every session (asyncio). Load average {os.getloadavg()[0]:.1f} at the "
+        f"end; measured in {wall_s:.0f} s.",
+        highlight=False,
+        markup=False,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=200, help="episodes per measurement")
     parser.add_argument("--quick", action="store_true", help="40 episodes, fewer validations")
+    parser.add_argument("--ray", action="store_true", help="RaySandbox rows (the ray extra)")
     args = parser.parse_args()
     episodes = 40 if args.quick else args.episodes
+    if args.ray:
+        started = time.perf_counter()
+        ray_results = measure_ray(max(episodes, 2))
+        render_ray(ray_results, max(episodes, 2), time.perf_counter() - started)
+        return
     validations = (3, 3, 1) if args.quick else (10, 10, 3)
     started = time.perf_counter()
     results = asyncio.run(measure(max(episodes, 2), validations))

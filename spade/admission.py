@@ -22,7 +22,7 @@ from typing import Any
 from spade.backends.base import Policy, SamplingParams
 from spade.designer import DesignAttempt, NegativeExample, design
 from spade.pool import Pool
-from spade.sandbox import Sandbox
+from spade.sandbox import SandboxAPI
 from spade.types import CheckFailure, Program, Verdict
 from spade.validate import ValidatorConfig, validate_many
 
@@ -88,7 +88,7 @@ def _round_params(params: SamplingParams, round_index: int) -> SamplingParams:
 
 def design_and_admit(
     policy: Policy,
-    sandbox: Sandbox,
+    sandbox: SandboxAPI,
     pool: Pool,
     run_async: Callable[[Any], Any],
     request: DesignRequest,
@@ -137,7 +137,7 @@ def _limit(request: DesignRequest) -> float:
 
 def _verdicts(
     attempts: Sequence[DesignAttempt],
-    sandbox: Sandbox,
+    sandbox: SandboxAPI,
     pool: Pool,
     run_async: Callable[[Any], Any],
     validator: ValidatorConfig,

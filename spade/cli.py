@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import tyro
 
@@ -47,6 +47,7 @@ def validate(
     pool: list[Path] = [],  # noqa: B006 - tyro reads the default
     concurrency: int = 4,
     probe_seeds: int = 8,
+    sandbox: Literal["local", "ray"] = "local",
 ) -> int:
     """Validate environment files (or directories of them) in the sandbox.
 
@@ -58,11 +59,13 @@ def validate(
         pool: Files or directories of already-admitted environments to check duplicates against.
         concurrency: Environments validated at once.
         probe_seeds: Seeds each probe policy (empty, constant, random replies) plays.
+        sandbox: Where the programs run: `local` (this host) or `ray` (the hosts of the Ray
+            cluster at RAY_ADDRESS, or a local Ray; the `ray` extra).
     """
     from rich.console import Console
     from rich.progress import Progress
 
-    from spade.sandbox import Sandbox
+    from spade.sandbox import make_sandbox
     from spade.validate import ValidatorConfig, validate_many
 
     files = _collect(paths)
@@ -78,7 +81,8 @@ def validate(
 
     async def run() -> list[bool]:
         admitted: list[bool] = []
-        async with Sandbox() as sandbox:
+        envs = await make_sandbox(sandbox).start()
+        try:
             with Progress(console=console, transient=True, disable=json_lines) as progress:
                 task = progress.add_task("validating", total=len(programs))
 
@@ -98,7 +102,9 @@ def validate(
                                 highlight=False,
                             )
 
-                await validate_many(programs, sandbox, cfg, pool_programs, concurrency, report)
+                await validate_many(programs, envs, cfg, pool_programs, concurrency, report)
+        finally:
+            await envs.aclose()
         return admitted
 
     admitted = asyncio.run(run())
@@ -207,44 +213,62 @@ def play(
     return asyncio.run(run())
 
 
-def doctor(require_full: bool = False) -> int:
-    """Report which sandbox isolation layers are active on this host, and why any is missing.
+def doctor(require_full: bool = False, sandbox: Literal["local", "ray"] = "local") -> int:
+    """Report which sandbox isolation layers are active on this host (or on every host of the
+    Ray cluster), and why any is missing.
 
     Args:
-        require_full: Exit with status 1 unless every layer is active.
+        require_full: Exit with status 1 unless every layer is active (on every host).
+        sandbox: `local` (this host) or `ray` (every node of the Ray cluster at RAY_ADDRESS, or
+            a local Ray; the `ray` extra).
     """
+    import dataclasses
     import platform
 
     from rich.console import Console
     from rich.table import Table
 
-    from spade.sandbox import Sandbox
+    from spade.sandbox import SandboxConfig, make_sandbox
     from spade.sandbox.isolation import landlock_abi
 
-    async def run() -> dict[str, str | None]:
-        async with Sandbox() as sandbox:
-            return sandbox.layers
+    async def run() -> tuple[dict[str, dict[str, str | None]], dict[str, str]]:
+        # a Ray host lacking a layer is refused only with --require-full; it is reported here
+        envs: Any = make_sandbox(sandbox, dataclasses.replace(SandboxConfig(), warm_workers=0))
+        await envs.start()
+        try:
+            if sandbox == "ray":
+                return {h.name: dict(h.layers) for h in envs.hosts}, dict(envs.refused)
+            return {"this host": dict(envs.layers)}, {}
+        finally:
+            await envs.aclose()
 
-    layers = asyncio.run(run())
-    table = Table(title="spade sandbox isolation layers")
-    table.add_column("layer")
-    table.add_column("status")
-    table.add_column("detail")
-    for name, reason in layers.items():
-        table.add_row(
-            name, "[green]active[/]" if reason is None else "[red]missing[/]", reason or ""
-        )
+    hosts, refused = asyncio.run(run())
     console = Console()
-    console.print(table)
+    missing_any = False
+    for host, layers in hosts.items():
+        table = Table(title=f"spade sandbox isolation layers: {host}")
+        table.add_column("layer")
+        table.add_column("status")
+        table.add_column("detail")
+        for name, reason in layers.items():
+            table.add_row(
+                name, "[green]active[/]" if reason is None else "[red]missing[/]", reason or ""
+            )
+        console.print(table)
+        missing = [k for k, v in layers.items() if v is not None]
+        if missing:
+            missing_any = True
+            console.print(
+                f"[yellow]{host}: {len(missing)} layer(s) missing[/]: {', '.join(missing)}"
+            )
+    for host, why in refused.items():
+        console.print(f"[red]{host}: no sandbox started[/]: {why}")
     console.print(
         f"python {platform.python_version()} on {platform.platform()}; "
         f"Landlock ABI {landlock_abi()}"
     )
     console.print(_model_line())
-    missing = [k for k, v in layers.items() if v is not None]
-    if missing:
-        console.print(f"[yellow]{len(missing)} layer(s) missing[/]: {', '.join(missing)}")
-    return EXIT_REJECTED if (missing and require_full) else EXIT_OK
+    return EXIT_REJECTED if ((missing_any or refused) and require_full) else EXIT_OK
 
 
 def _model_line() -> str:

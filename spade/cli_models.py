@@ -36,6 +36,8 @@ def train_main(argv: list[str]) -> int:
             recipe = arg.split("=", 1)[1] if "=" in arg else next(args, "")
         elif arg == "--resume" or arg.startswith("--resume="):
             resume = arg.split("=", 1)[1] if "=" in arg else next(args, "")
+        elif arg in ("--sandbox", "--sandbox=local", "--sandbox=ray"):
+            rest += ["--sandbox-backend", arg.split("=", 1)[1] if "=" in arg else next(args, "")]
         else:
             rest.append(arg)
     if recipe not in RECIPES:
@@ -162,6 +164,7 @@ def eval_cmd(
     temperature: float = 1.0,
     seed: int = 0,
     json_output: Annotated[bool, tyro.conf.arg(name="json")] = False,
+    sandbox: Literal["local", "ray"] = "local",
 ) -> int:
     """Play environments with a policy: win rate per skill and overall, with 95% intervals.
 
@@ -178,9 +181,11 @@ def eval_cmd(
         temperature: Sampling temperature.
         seed: Sampling seed.
         json_output: Print the result as one JSON object.
+        sandbox: Where the environments run: `local` (this host) or `ray` (the hosts of the Ray
+            cluster at RAY_ADDRESS, or a local Ray; the `ray` extra).
     """
     from spade.evaluate import evaluate
-    from spade.sandbox import Sandbox
+    from spade.sandbox import make_sandbox
 
     programs = _programs(paths) if paths else bundled.heldout_programs()
     if isinstance(programs, str):
@@ -190,10 +195,13 @@ def eval_cmd(
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed)
 
     async def run() -> Any:
-        async with Sandbox() as sandbox:
+        envs = await make_sandbox(sandbox).start()
+        try:
             return await evaluate(
-                policy, sandbox, programs, seeds=range(seeds), params=params, max_turns=max_turns
+                policy, envs, programs, seeds=range(seeds), params=params, max_turns=max_turns
             )
+        finally:
+            await envs.aclose()
 
     result = asyncio.run(run())
     if json_output:
@@ -265,6 +273,7 @@ def design_cmd(
     prompt_budget_chars: int | None = 3000,
     form: Literal["compact", "full"] = "compact",
     seed: int = 0,
+    sandbox: Literal["local", "ray"] = "local",
 ) -> int:
     """Synthesise and validate a pool of environments with any backend (no training).
 
@@ -289,13 +298,14 @@ def design_cmd(
         form: How games are asked for: `compact` (a subclass of the runtime's `QuestionEnv` /
             `GameEnv`) or `full` (the whole contract).
         seed: Seeds every random choice.
+        sandbox: Where candidates are validated: `local` or `ray` (see `spade eval --help`).
     """
     from rich.progress import Progress
 
     from spade.admission import DesignRequest, design_and_admit
     from spade.designer import SkillRotation
     from spade.pool import Pool
-    from spade.sandbox import Sandbox
+    from spade.sandbox import make_sandbox
 
     out.mkdir(parents=True, exist_ok=True)
     policy = _policy_for(model, None, openai_base_url, api_key_env, seed)
@@ -305,8 +315,8 @@ def design_cmd(
     with Pool(out / "pool.sqlite") as pool, Progress(console=console) as progress:
         task = progress.add_task("designing", total=count)
         loop = asyncio.new_event_loop()
-        sandbox = Sandbox()
-        loop.run_until_complete(sandbox.start())
+        envs = make_sandbox(sandbox)
+        loop.run_until_complete(envs.start())
         try:
             for rnd in range(max_rounds):
                 rng = random.Random(f"{seed}/{rnd}")
@@ -324,7 +334,7 @@ def design_cmd(
                     budget_chars=prompt_budget_chars,
                     form=form,
                 )
-                outcomes = design_and_admit(policy, sandbox, pool, loop.run_until_complete, request)
+                outcomes = design_and_admit(policy, envs, pool, loop.run_until_complete, request)
                 with open(out / "attempts.jsonl", "a") as log:
                     for o in outcomes:
                         a = o.attempt
@@ -337,7 +347,7 @@ def design_cmd(
                 if admitted >= count:
                     break
         finally:
-            loop.run_until_complete(sandbox.aclose())
+            loop.run_until_complete(envs.aclose())
             loop.close()
     console.print(f"{admitted} environments admitted into {out}")
     return 0 if admitted >= count else 1

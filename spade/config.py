@@ -166,6 +166,10 @@ class TrainConfig:
     from-scratch 6M model), and 1,024-token micro-batches bound the activations a backward pass
     holds (the default run's peak memory: docs/backends.md)."""
     sandbox: SandboxConfig = SandboxConfig()
+    sandbox_backend: Literal["local", "ray"] = "local"
+    """Where environments run: `local` (this host) or `ray` (one sandbox host per node of the
+    Ray cluster at RAY_ADDRESS, or of a local Ray; the `ray` extra). `spade train --sandbox ray`
+    sets it."""
     validator: ValidatorConfig = ValidatorConfig(probe_seeds=4, solution_seeds=2)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from spade.sandbox import Session
+from spade.sandbox import SessionAPI
 from spade.sandbox.runtime import game_action
 from spade.types import Episode, Turn
 
@@ -17,13 +17,13 @@ Policy = Callable[[int, str], "str | None"]
 """(turn index, last observation) -> the agent's reply, or None to stop early."""
 
 
-def to_action(session: Session, reply: str) -> str:
+def to_action(session: SessionAPI, reply: str) -> str:
     assert session.info is not None
     return reply if session.info.kind == "tool" else game_action(reply)
 
 
 async def run_episode(
-    session: Session, policy: Policy, *, seed: int | None, max_turns: int, env_id: str = ""
+    session: SessionAPI, policy: Policy, *, seed: int | None, max_turns: int, env_id: str = ""
 ) -> Episode:
     """Reset with `seed`, then step with the policy's replies until the episode ends.
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from spade.backends.base import Policy, SamplingParams
 from spade.rollout import PlayRequest, Rollout, play
-from spade.sandbox import Sandbox
+from spade.sandbox import SandboxAPI
 from spade.types import Program
 
 
@@ -97,7 +97,7 @@ def summarise(rollouts: Sequence[Rollout]) -> EvalResult:
 
 async def evaluate(
     policy: Policy,
-    sandbox: Sandbox,
+    sandbox: SandboxAPI,
     programs: Sequence[Program],
     *,
     seeds: Iterable[int],

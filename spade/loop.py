@@ -46,7 +46,7 @@ from spade.rewards import (
 )
 from spade.rollout import PlayRequest, Rollout, play
 from spade.rundir import LoopState
-from spade.sandbox import Sandbox
+from spade.sandbox import SandboxAPI
 from spade.types import Program
 from spade.windows import DesignerReward, close_windows, pending_item
 
@@ -88,7 +88,7 @@ def run_iteration(
     it: int,
     cfg: TrainConfig,
     models: Models,
-    sandbox: Sandbox,
+    sandbox: SandboxAPI,
     pool: Pool,
     state: LoopState,
     reward_fn: DesignerReward,
@@ -162,7 +162,7 @@ def _design_step(
     it: int,
     cfg: TrainConfig,
     models: Models,
-    sandbox: Sandbox,
+    sandbox: SandboxAPI,
     pool: Pool,
     state: LoopState,
     documents: Sequence[dict[str, Any]],
@@ -215,7 +215,7 @@ def _play_step(
     it: int,
     cfg: TrainConfig,
     models: Models,
-    sandbox: Sandbox,
+    sandbox: SandboxAPI,
     pool: Pool,
     new_envs: list[Program],
     run_async: Callable[[Any], Any],

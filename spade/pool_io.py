@@ -28,7 +28,7 @@ from spade.pool import FRONTIER, SCHEMA_VERSION, Pool, PoolSchemaError
 from spade.types import CheckFailure, Program, Verdict
 
 if TYPE_CHECKING:
-    from spade.sandbox import Sandbox
+    from spade.sandbox import SandboxAPI
     from spade.validate import ValidatorConfig
 
 # Column -> (JSON-encoded?, pyarrow type name). The order is the export's column order.
@@ -303,7 +303,7 @@ class ImportResult:
 async def import_candidates(
     candidates: Sequence[Candidate],
     pool: Pool,
-    sandbox: Sandbox,
+    sandbox: SandboxAPI,
     cfg: ValidatorConfig | None = None,
     *,
     iteration: int = 0,

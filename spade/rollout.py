@@ -21,7 +21,7 @@ from typing import Any
 from spade.backends.base import Completion, Policy, Prompt, SamplingParams
 from spade.episode import to_action
 from spade.prompts import agent_messages, observation_message
-from spade.sandbox import Sandbox, SandboxError, Session
+from spade.sandbox import SandboxAPI, SandboxError, SessionAPI
 from spade.types import Episode, Program, Turn
 
 
@@ -69,7 +69,7 @@ class Rollout:
 @dataclasses.dataclass
 class _Live:
     request: PlayRequest
-    session: Session | None
+    session: SessionAPI | None
     prompt: Prompt | None = None
     first_observation: str = ""
     turns: list[Turn] = dataclasses.field(default_factory=list)
@@ -78,7 +78,7 @@ class _Live:
     error: str | None = None
 
 
-async def _start(sandbox: Sandbox, request: PlayRequest, max_turns: int) -> _Live:
+async def _start(sandbox: SandboxAPI, request: PlayRequest, max_turns: int) -> _Live:
     try:
         session = await sandbox.open(
             request.program.code, max_turns=max_turns, kwargs=dict(request.kwargs)
@@ -146,7 +146,7 @@ def _finish(live: _Live) -> Rollout:
 
 async def play(
     policy: Policy,
-    sandbox: Sandbox,
+    sandbox: SandboxAPI,
     requests: Sequence[PlayRequest],
     *,
     params: SamplingParams,

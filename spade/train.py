@@ -27,7 +27,7 @@ from spade.loop import Models, run_iteration
 from spade.pool import Pool
 from spade.rewards import make_designer_reward
 from spade.rundir import LoopState, atomic_write_text, checkpoint, restore
-from spade.sandbox import Sandbox
+from spade.sandbox import SandboxAPI, make_sandbox
 from spade.types import GAME_SKILLS, TOOL_SKILLS, Program, Verdict
 
 
@@ -193,7 +193,7 @@ def train(
         state = restore(run_dir, models, pool) if resume else LoopState()
         if state.reward_state is not None and hasattr(reward_fn, "load_state_dict"):
             reward_fn.load_state_dict(state.reward_state)
-        sandbox = Sandbox(cfg.sandbox)
+        sandbox = make_sandbox(cfg.sandbox_backend, cfg.sandbox)
         run_async(sandbox.start())
         try:
             evals = _read_json(run_dir / "eval.json")
@@ -261,7 +261,7 @@ def describe_models(models: Models) -> dict[str, Any]:
     return out
 
 
-async def _heldout(models: Models, sandbox: Sandbox, cfg: TrainConfig) -> EvalResult:
+async def _heldout(models: Models, sandbox: SandboxAPI, cfg: TrainConfig) -> EvalResult:
     params = SamplingParams(
         max_tokens=cfg.play.max_tokens, temperature=cfg.play.temperature, seed=cfg.seed + 7
     )

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from spade.episode import Policy, replay, run_episode
-from spade.sandbox import Sandbox, SandboxError
+from spade.sandbox import SandboxAPI, SandboxError
 from spade.sandbox.runtime import env_class_names
 from spade.types import CheckFailure, Episode, Program, Verdict
 
@@ -215,7 +215,7 @@ def _constant_policy(policy: Policy) -> Callable[[int], Policy]:
 class _Run:
     """One validation: the program, the sandbox, and what the checks found."""
 
-    def __init__(self, program: Program, sandbox: Sandbox, cfg: ValidatorConfig) -> None:
+    def __init__(self, program: Program, sandbox: SandboxAPI, cfg: ValidatorConfig) -> None:
         self.program = program
         self.sandbox = sandbox
         self.cfg = cfg
@@ -406,7 +406,7 @@ class _Run:
 
 async def validate(
     program: Program,
-    sandbox: Sandbox,
+    sandbox: SandboxAPI,
     cfg: ValidatorConfig | None = None,
     pool: Sequence[Program] = (),
 ) -> Verdict:
@@ -435,7 +435,7 @@ async def validate(
 
 async def validate_many(
     programs: Sequence[Program],
-    sandbox: Sandbox,
+    sandbox: SandboxAPI,
     cfg: ValidatorConfig | None = None,
     pool: Sequence[Program] = (),
     concurrency: int = 4,

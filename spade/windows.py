@@ -25,7 +25,7 @@ from spade.rewards import (
     hint_gate,
     win_rate_of,
 )
-from spade.sandbox import Sandbox, SandboxError
+from spade.sandbox import SandboxAPI, SandboxError
 from spade.types import Program
 
 DesignerReward = Callable[[DesignStats], float]
@@ -53,7 +53,7 @@ def pending_item(outcome: Outcome, solution: Sequence[str]) -> dict[str, Any]:
 
 
 async def solutions(
-    sandbox: Sandbox, programs: Sequence[Program]
+    sandbox: SandboxAPI, programs: Sequence[Program]
 ) -> tuple[dict[str, list[str]], int]:
     """solution() replies at seed 0 for the hint gate (a hint must not contain them), and how
     many programs failed to give one. Only an environment's own failure (SandboxError) is
