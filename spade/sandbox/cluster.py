@@ -223,7 +223,8 @@ class RaySandbox:
 
     `address`: a Ray cluster (None: `RAY_ADDRESS`, else a local Ray started here and shut
     down by `aclose`). `hosts`: at most this many nodes (None: every alive node that has CPUs;
-    a node started with `--num-cpus 0` gets none). With
+    a node started with `--num-cpus 0` gets none). `host_class`: a `SandboxHost` subclass to
+    run instead (custom hosts; the tests use one to fake a host without a layer). With
     `config.require_full_isolation` a host missing an isolation layer is refused, and the
     sandbox does not start if every host is."""
 
@@ -234,6 +235,7 @@ class RaySandbox:
         address: str | None = None,
         hosts: int | None = None,
         sessions_per_cpu: int = SESSIONS_PER_CPU,
+        host_class: type[SandboxHost] | None = None,
     ) -> None:
         self.config = config or SandboxConfig()
         self.layers: dict[str, str | None] = {}
@@ -243,6 +245,7 @@ class RaySandbox:
         self._address = address
         self._max_hosts = hosts
         self._sessions_per_cpu = sessions_per_cpu
+        self._host_class = host_class or SandboxHost
         self._started_ray = False
         self._flushes: set[asyncio.Task[None]] = set()
         self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
@@ -261,7 +264,7 @@ class RaySandbox:
         # a node started with --num-cpus 0 (the trainer's, say) gets no host
         nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU")]
         nodes = nodes[: self._max_hosts] if self._max_hosts else nodes
-        actor_class: Any = ray.remote(SandboxHost)
+        actor_class: Any = ray.remote(self._host_class)
         actors = [
             actor_class.options(
                 num_cpus=0,

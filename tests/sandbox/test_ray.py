@@ -244,3 +244,33 @@ def test_a_layer_is_active_only_if_every_host_has_it() -> None:
         "cgroup": "n2 (bbbbbbbb): no writable hierarchy",
         "seccomp": None,
     }
+
+
+def test_a_host_that_cannot_isolate_fully_is_refused_and_named(cluster: Any) -> None:
+    from spade.sandbox.cluster import SandboxHost
+
+    head = ray.get_runtime_context().get_node_id()
+
+    class NoCgroupOnHead(SandboxHost):  # local class: Ray ships it by value
+        async def start(self) -> dict[str, Any]:
+            if ray.get_runtime_context().get_node_id() == head:
+                raise RuntimeError("isolation layers unavailable: cgroup: no writable hierarchy")
+            return await super().start()
+
+    async def run() -> tuple[int, dict[str, str]]:
+        cfg = dataclasses.replace(FAST, require_full_isolation=True)
+        async with RaySandbox(cfg, host_class=NoCgroupOnHead) as sandbox:
+            async with await sandbox.open(COUNTDOWN) as env:
+                await env.reset()
+            return len(sandbox.hosts), dict(sandbox.refused)
+
+    hosts, refused = asyncio.run(run())
+    assert hosts == 1
+    assert list(refused.values()) == ["isolation layers unavailable: cgroup: no writable hierarchy"]
+
+    class NoCgroupAnywhere(SandboxHost):
+        async def start(self) -> dict[str, Any]:
+            raise RuntimeError("isolation layers unavailable: cgroup: no writable hierarchy")
+
+    with pytest.raises(RuntimeError, match=r"no sandbox host started: .*cgroup"):
+        asyncio.run(RaySandbox(FAST, host_class=NoCgroupAnywhere).start())
