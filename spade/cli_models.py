@@ -165,6 +165,10 @@ def eval_cmd(
     seed: int = 0,
     json_output: Annotated[bool, tyro.conf.arg(name="json")] = False,
     sandbox: Literal["local", "ray"] = "local",
+    suite: str | None = None,
+    level: int | None = None,
+    limit: int = 10,
+    policy: Literal["model", "solution"] = "model",
 ) -> int:
     """Play environments with a policy: win rate per skill and overall, with 95% intervals.
 
@@ -183,22 +187,52 @@ def eval_cmd(
         json_output: Print the result as one JSON object.
         sandbox: Where the environments run: `local` (this host) or `ray` (the hosts of the Ray
             cluster at RAY_ADDRESS, or a local Ray; the `ray` extra).
+        suite: Evaluate on a suite instead of PATHS: `NAME[:SUBSET,...]`, e.g.
+            `reasoning-gym:basic_arithmetic,chain_sum` (the `eval` extra; docs/evaluation.md).
+        level: The suite's curriculum level (reasoning-gym); default: each subset's default.
+        limit: Items per suite subset.
+        policy: `model`, or `solution`: replay each environment's own `solution()` (a check
+            that an adapter or a hand-written environment scores its known answer as a win).
     """
-    from spade.evaluate import evaluate
-    from spade.sandbox import make_sandbox
+    from spade.evaluate import evaluate, evaluate_solutions
+    from spade.sandbox import SandboxConfig, make_sandbox
 
-    programs = _programs(paths) if paths else bundled.heldout_programs()
+    config = SandboxConfig()
+    if suite is not None:
+        if paths:
+            console.print("spade eval: give PATHS or --suite, not both")
+            return 2
+        from spade.suites import suite_programs, suite_sandbox_config
+
+        try:
+            programs: list[Program] | str = suite_programs(
+                suite, limit=limit, level=level, seed=seed
+            )
+            config = suite_sandbox_config(suite, config)
+        except ValueError as exc:
+            console.print(f"spade eval: {exc}")
+            return 2
+    else:
+        programs = _programs(paths) if paths else bundled.heldout_programs()
     if isinstance(programs, str):
         console.print(f"spade eval: {programs}")
         return 2
-    policy = _policy_for(model, run_dir, openai_base_url, api_key_env, seed)
+    agent = (
+        None
+        if policy == "solution"
+        else _policy_for(model, run_dir, openai_base_url, api_key_env, seed)
+    )
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed)
 
     async def run() -> Any:
-        envs = await make_sandbox(sandbox).start()
+        envs = await make_sandbox(sandbox, config).start()
         try:
+            if agent is None:
+                return await evaluate_solutions(
+                    envs, programs, seeds=range(seeds), max_turns=max_turns
+                )
             return await evaluate(
-                policy, envs, programs, seeds=range(seeds), params=params, max_turns=max_turns
+                agent, envs, programs, seeds=range(seeds), params=params, max_turns=max_turns
             )
         finally:
             await envs.aclose()

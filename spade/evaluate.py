@@ -8,6 +8,7 @@ Intervals are 95% Wilson score intervals over episodes (binomial: win or not).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -79,20 +80,62 @@ class EvalResult:
 
 
 def summarise(rollouts: Sequence[Rollout]) -> EvalResult:
+    return _result(
+        [(r.request.program, r.return_ > 0) for r in rollouts], sum(1 for r in rollouts if r.error)
+    )
+
+
+def _result(outcomes: Sequence[tuple[Program, bool]], errors: int) -> EvalResult:
     by_skill: dict[str, list[bool]] = {}
     by_family: dict[str, list[bool]] = {}
-    for r in rollouts:
-        won = r.return_ > 0
-        by_skill.setdefault(r.request.program.skill or "unknown", []).append(won)
-        family = (r.request.program.source or "unknown").rsplit("/", 1)[0]
+    for program, won in outcomes:
+        by_skill.setdefault(program.skill or "unknown", []).append(won)
+        family = (program.source or "unknown").rsplit("/", 1)[0]
         by_family.setdefault(family, []).append(won)
     wins = [w for ws in by_skill.values() for w in ws]
     return EvalResult(
         WinRate(sum(wins), len(wins)),
         {k: WinRate(sum(v), len(v)) for k, v in by_skill.items()},
-        sum(1 for r in rollouts if r.error),
+        errors,
         {k: WinRate(sum(v), len(v)) for k, v in by_family.items()},
     )
+
+
+async def evaluate_solutions(
+    sandbox: SandboxAPI,
+    programs: Sequence[Program],
+    *,
+    seeds: Iterable[int],
+    max_turns: int,
+    concurrency: int = 8,
+) -> EvalResult:
+    """Each program played once per seed by replaying its own `solution()` (`spade eval
+    --policy solution`): a check that an environment, or a suite adapter, scores its known
+    answer as a win. A program without a solution, or whose solution fails, loses."""
+    from spade.episode import replay, run_episode
+    from spade.sandbox import SandboxError
+
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(program: Program, seed: int) -> tuple[Program, bool, bool]:
+        async with gate:
+            try:
+                async with await sandbox.open(program.code, max_turns=max_turns) as session:
+                    await session.reset(seed)
+                    actions = await session.solution()
+                    if not isinstance(actions, list) or not all(
+                        isinstance(a, str) for a in actions
+                    ):
+                        return program, False, True
+                    episode = await run_episode(
+                        session, replay(actions), seed=seed, max_turns=max_turns
+                    )
+            except SandboxError:
+                return program, False, True
+            return program, episode.return_ > 0, False
+
+    done = await asyncio.gather(*(one(p, s) for p in programs for s in seeds))
+    return _result([(p, won) for p, won, _ in done], sum(1 for *_, error in done if error))
 
 
 async def evaluate(

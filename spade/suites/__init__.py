@@ -1,0 +1,62 @@
+"""Held-out evaluation on suites nobody on the project wrote (`spade eval --suite`).
+
+    programs = suite_programs("reasoning-gym:basic_arithmetic,chain_sum", limit=20, level=1)
+
+A suite adapter turns its items into ordinary environment programs, played and scored in the
+sandbox like any other (the suite's scorer reads model text, so it runs there too). The suites'
+packages are the `eval` extra; `suite_sandbox_config` preloads them in the sandbox's zygote.
+Suites so far: `reasoning-gym` (`spade.suites.rgym`). docs/evaluation.md lists what each
+includes, how it is scored and what is excluded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from spade.sandbox import SandboxConfig
+from spade.types import Program
+
+SUITES = {"reasoning-gym": "reasoning_gym"}
+"""Suite name -> the module its environments import in the sandbox (preloaded)."""
+
+
+def parse_suite(spec: str) -> tuple[str, list[str]]:
+    """`NAME[:SUBSET,...]` -> (name, subsets); raises ValueError naming the known suites."""
+    name, _, rest = spec.partition(":")
+    if name not in SUITES:
+        raise ValueError(f"unknown suite {name!r}: choose from {', '.join(sorted(SUITES))}")
+    return name, [s.strip() for s in rest.split(",") if s.strip()]
+
+
+def suite_programs(
+    spec: str, *, limit: int = 10, level: int | None = None, seed: int = 0
+) -> list[Program]:
+    """The environments of `spec` (`NAME[:SUBSET,...]`): `limit` items per subset."""
+    name, subsets = parse_suite(spec)
+    if limit < 1:
+        raise ValueError(f"--limit must be at least 1, got {limit}")
+    try:
+        __import__(SUITES[name])
+    except ImportError:
+        raise ValueError(
+            f"the {name} suite needs its package: pip install 'spade-rl[eval]'"
+        ) from None
+    from spade.suites import rgym
+
+    return rgym.programs(subsets, limit=limit, level=level, seed=seed)
+
+
+def suite_sandbox_config(spec: str, base: SandboxConfig | None = None) -> SandboxConfig:
+    """`base` with the suite's package preloaded in the zygote (an import per session would
+    cost ~1.5 s) and room for it in each worker's address space."""
+    base = base or SandboxConfig()
+    name, _ = parse_suite(spec)
+    preload = tuple(dict.fromkeys((*base.preload, SUITES[name])))
+    return dataclasses.replace(
+        base,
+        preload=preload,
+        memory_mb=max(base.memory_mb, 4096),
+        load_timeout_s=max(base.load_timeout_s, 30.0),
+        # long items (circuit_logic and needle_haystack at level 3) run past 20,000 characters
+        max_observation_chars=max(base.max_observation_chars, 200_000),
+    )
