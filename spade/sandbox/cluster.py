@@ -154,7 +154,8 @@ class _Host:
 
 
 class RemoteSession:
-    """A session on a `SandboxHost`: the local `Session`'s calls, each one actor call."""
+    """A session on a `SandboxHost`: the local `Session`'s calls, each sent to the host in one
+    batch with the other requests made in the same event-loop turn."""
 
     def __init__(
         self, owner: RaySandbox, host: _Host, sid: int, info: LoadInfo | None, layers: dict
