@@ -285,7 +285,8 @@ def _update(
 REPLAY_PSEUDO_PLAYS = 2.0
 """Pseudo-plays at the pool's win rate added to each environment's record in `replay_weights`."""
 REPLAY_FLOOR = 1e-3
-"""The least weight: an environment never won nor lost so far is still drawn now and then."""
+"""The least weight: an environment the Agent always loses (or always wins) is still drawn now
+and then, in case that changed."""
 
 
 def replay_weights(
