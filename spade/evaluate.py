@@ -114,6 +114,7 @@ async def evaluate_solutions(
     answer as a win. A program without a solution, or whose solution fails, loses."""
     from spade.episode import replay, run_episode
     from spade.sandbox import SandboxError
+    from spade.validate import replayable
 
     gate = asyncio.Semaphore(concurrency)
 
@@ -122,10 +123,9 @@ async def evaluate_solutions(
             try:
                 async with await sandbox.open(program.code, max_turns=max_turns) as session:
                     await session.reset(seed)
-                    actions = await session.solution()
-                    if not isinstance(actions, list) or not all(
-                        isinstance(a, str) for a in actions
-                    ):
+                    assert session.info is not None
+                    actions = replayable(await session.solution(), session.info.kind)
+                    if actions is None:  # what the validator would not replay either
                         return program, False, True
                     episode = await run_episode(
                         session, replay(actions), seed=seed, max_turns=max_turns

@@ -189,7 +189,9 @@ _TOOL_BLOCKS = re.compile(
 )
 
 
-def _replayable(solution: Any, kind: str) -> list[str] | None:
+def replayable(solution: Any, kind: str) -> list[str] | None:
+    """`solution()`'s value as replies to replay (a game's answers in `\\boxed{}`, a tool
+    environment's calls), or None when it is not replayable (prose, nothing)."""
     marker = ("<answer>", "<tool_call>", "<function=") if kind == "tool" else ("\\boxed{",)
     if isinstance(solution, str):
         # The reference's tool-use solution() is prose (a description of the calls, ending in
@@ -305,7 +307,7 @@ class _Run:
             )
             try:
                 await session.reset(seed)
-                return _replayable(await session.solution(), self.kind)
+                return replayable(await session.solution(), self.kind)
             finally:
                 await session.close()
         except SandboxError as err:
@@ -373,7 +375,7 @@ class _Run:
             for seed in self.cfg.determinism_seeds:
                 await session.reset(seed)
                 out.append(
-                    _replayable(await session.solution(), self.kind)
+                    replayable(await session.solution(), self.kind)
                     if self.stats.get("solution") == "wins"
                     else None
                 )
