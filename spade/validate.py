@@ -190,9 +190,10 @@ _TOOL_BLOCKS = re.compile(
 
 
 def replayable(solution: Any, kind: str) -> list[str] | None:
-    """`solution()`'s value as replies to replay (a game's answers in `\\boxed{}`, a tool
-    environment's calls), or None when it is not replayable (prose, nothing)."""
-    marker = ("<answer>", "<tool_call>", "<function=") if kind == "tool" else ("\\boxed{",)
+    """`solution()`'s value as replies to replay (a game's answers in `\\boxed{}` or, for a
+    code task, a fenced code block; a tool environment's calls), or None when it is not
+    replayable (prose, nothing)."""
+    marker = ("<answer>", "<tool_call>", "<function=") if kind == "tool" else ("\\boxed{", "```")
     if isinstance(solution, str):
         # The reference's tool-use solution() is prose (a description of the calls, ending in
         # `<answer>...</answer>`) shown at the turn limit, never replayed. A string made only of

