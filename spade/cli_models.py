@@ -257,7 +257,12 @@ def eval_cmd(
             name, str(rate.wins), str(rate.episodes), f"{rate.rate:.2f}", f"{low:.2f}-{high:.2f}"
         )
     console.print(table)
-    if result.errors:
+    if result.errors and policy == "solution":
+        console.print(
+            f"{result.errors} episodes had no replayable solution or ended with an environment "
+            "error (losses)"
+        )
+    elif result.errors:
         console.print(f"{result.errors} episodes ended with an environment error (losses)")
     return 0
 

