@@ -63,8 +63,14 @@ def train_main(argv: list[str]) -> int:
             prog="spade train",
             description=_TRAIN_HELP,
         )
-    from spade.train import train
+    from spade.train import split_suite_spec, train
 
+    try:
+        for spec in cfg.eval_suites:
+            split_suite_spec(spec)
+    except ValueError as exc:
+        console.print(f"spade train: --eval-suites: {exc}")
+        return 2
     try:
         summary = train(cfg, resume=resume is not None, show=console.print)
     except FileExistsError as exc:  # a run is already there: a usage error, not a crash
@@ -129,12 +135,25 @@ def print_summary(summary: dict[str, Any]) -> None:
             f"{m['seconds']:.0f}",
         )
     console.print(table)
-    for when, result in summary.get("eval", {}).items():
-        o = result["overall"]
-        console.print(
-            f"held-out win rate {when}: {o['rate']:.2f} "
-            f"(95% CI {o['low']:.2f}-{o['high']:.2f}, {o['episodes']} episodes)"
-        )
+    evals = summary.get("eval", {})
+    for when in ("before", "after"):
+        if when in evals:
+            o = evals[when]["overall"]
+            console.print(
+                f"held-out win rate {when}: {o['rate']:.2f} "
+                f"(95% CI {o['low']:.2f}-{o['high']:.2f}, {o['episodes']} episodes)"
+            )
+    suites = evals.get("suites", {})
+    for spec in dict.fromkeys(k for phase in suites.values() for k in phase):
+        cells = []
+        for when in ("before", "after"):
+            result = suites.get(when, {}).get(spec)
+            if result and "overall" in result:
+                o = result["overall"]
+                cells.append(f"{when} {o['rate']:.2f} ({o['wins']}/{o['episodes']})")
+            elif result:
+                cells.append(f"{when}: skipped ({result.get('skipped')})")
+        console.print(f"{spec}: " + ", ".join(cells))
     model = summary.get("model") or {}
     if model:
         params = model.get("parameters")

@@ -123,6 +123,11 @@ class PlayConfig:
     """Agent sampling temperature."""
 
 
+DEFAULT_EVAL_SUITES = ("reasoning-gym:basic_arithmetic,letter_counting,spell_backward@0",)
+"""The small recipe's suites: short single-answer reasoning-gym tasks at their easiest curriculum
+level (what a 135M model can attempt in a few seconds each; docs/evaluation.md)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     run_dir: Path = Path("runs/latest")
@@ -157,6 +162,12 @@ class TrainConfig:
     """Constructor `difficulty=` of the held-out environments; None: each one's default. The small
     recipe evaluates at 1 (easy): at their default the warm-started 135M model wins almost
     none of them, and an evaluation that is always 0 cannot show learning."""
+    eval_suites: tuple[str, ...] = DEFAULT_EVAL_SUITES
+    """Public suites evaluated with the held-out set, before and after training: `spade eval
+    --suite` specs, `NAME[:SUBSET,...][@LEVEL]`; `--eval-suites` with no value for none. A suite
+    whose package is missing is skipped with a note in eval.json (the `eval` extra)."""
+    eval_suite_limit: int = 10
+    """Items per suite subset in those evaluations (each played `eval_seeds` times)."""
     model: Annotated[ModelConfig, tyro.conf.OmitArgPrefixes] = ModelConfig(trainable_layers=10)
     """(flags without prefix: `--model PATH`, `--openai-base-url URL`...)"""
     design: DesignConfig = DesignConfig()
@@ -257,6 +268,8 @@ PAPER_GAMES = TrainConfig(
     eval_seeds=8,
     eval_set="bundled",
     eval_difficulty=None,
+    eval_suites=("reasoning-gym", "gem", "humaneval"),
+    eval_suite_limit=50,
     ppo=PPOConfig(
         learning_rate=1e-6,
         weight_decay=0.1,
@@ -275,6 +288,7 @@ PAPER_TOOLS = dataclasses.replace(
     PAPER_GAMES,
     run_dir=Path("runs/paper-tools"),
     design=dataclasses.replace(PAPER_GAMES.design, skills=TOOL_SKILLS),
+    eval_suites=("bfcl",),
 )
 """The paper's tool-use setting: the same numbers over the six tool-use skills."""
 

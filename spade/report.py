@@ -470,22 +470,54 @@ def fig_diversity(run: RunData, ax: Any) -> None:
 
 
 def fig_heldout(run: RunData, ax: Any) -> None:
-    phases = [p for p in ("before", "after") if isinstance(run.evals.get(p), dict)]
+    phases = {p: run.evals[p] for p in ("before", "after") if isinstance(run.evals.get(p), dict)}
     if not phases:
         _empty(ax, "no held-out evaluation in this run (eval.json)")
         return _style(ax, run, "held-out win rate", "win rate", "")
-    groups = ["overall"] + sorted({s for p in phases for s in run.evals[p].get("by_skill", {})})
-    x = np.arange(len(groups))
-    width = 0.8 / len(phases)
-    for k, phase in enumerate(phases):
-        data = run.evals[phase]
-        cells = [data["overall"] if g == "overall" else data["by_skill"].get(g) for g in groups]
-        rates = [c["rate"] if c else 0.0 for c in cells]
-        err = [
-            [c["rate"] - c["low"] if c else 0.0 for c in cells],
-            [c["high"] - c["rate"] if c else 0.0 for c in cells],
+    cells = {
+        p: {"overall": data["overall"], **data.get("by_skill", {})} for p, data in phases.items()
+    }
+    _before_after(ax, cells, "held-out win rate (95% Wilson intervals)")
+
+
+def fig_suites(run: RunData, ax: Any) -> None:
+    """Public suites (`eval_suites`): each subset's win rate before and after training."""
+    suites = run.evals.get("suites") or {}
+    cells = {
+        phase: {
+            skill: cell
+            for result in (suites.get(phase) or {}).values()
+            for skill, cell in (result.get("by_skill") or {}).items()
+        }
+        for phase in ("before", "after")
+    }
+    cells = {p: c for p, c in cells.items() if c}
+    if not cells:
+        skipped = [
+            f"{spec}: {r['skipped']}"
+            for phase in suites.values()
+            for spec, r in phase.items()
+            if "skipped" in r
         ]
-        xs = x + (k - (len(phases) - 1) / 2) * width
+        _empty(ax, "\n".join(skipped[:3]) or "no suite evaluation in this run (eval_suites)")
+        return _style(ax, run, "public suites", "win rate", "")
+    _before_after(ax, cells, "public suites: win rate per subset (95% Wilson intervals)")
+
+
+def _before_after(ax: Any, cells: dict[str, dict[str, Any]], title: str) -> None:
+    """Bars per group (`overall` first), one per phase, with interval whiskers and values."""
+    names = {g for phase in cells.values() for g in phase}
+    groups = (["overall"] if "overall" in names else []) + sorted(names - {"overall"})
+    x = np.arange(len(groups))
+    width = 0.8 / len(cells)
+    for k, (phase, data) in enumerate(cells.items()):
+        row = [data.get(g) for g in groups]
+        rates = [c["rate"] if c else 0.0 for c in row]
+        err = [
+            [c["rate"] - c["low"] if c else 0.0 for c in row],
+            [c["high"] - c["rate"] if c else 0.0 for c in row],
+        ]
+        xs = x + (k - (len(cells) - 1) / 2) * width
         ax.bar(
             xs,
             rates,
@@ -495,12 +527,12 @@ def fig_heldout(run: RunData, ax: Any) -> None:
             color=(PLAIN, HINTED)[k],
             label=f"{phase} training",
         )
-        for xi, rate, c in zip(xs, rates, cells):  # the value over its interval: a 0 shows too
+        for xi, rate, c in zip(xs, rates, row):  # the value over its interval: a 0 shows too
             top = c["high"] if c else rate
             ax.text(xi, top + 0.02, f"{rate:.2f}", ha="center", va="bottom", fontsize=7)
-    ax.set_xticks(x, [_label(g).replace(" ", "\n") for g in groups], fontsize=8)
+    ax.set_xticks(x, [_label(g).replace(" ", "\n").replace(":", ":\n") for g in groups], fontsize=8)
     ax.set_ylim(0, 1.12)
-    ax.set_title("held-out win rate (95% Wilson intervals)", fontsize=11, loc="left")
+    ax.set_title(title, fontsize=11, loc="left")
     ax.set_ylabel("win rate")
     ax.grid(alpha=0.3, axis="y")
     ax.legend(fontsize=8, frameon=False)
@@ -539,6 +571,7 @@ FIGURES: tuple[tuple[str, str, Callable[[RunData, Any], None], int], ...] = (
     ("turns", "Turns per episode", fig_turns, 1),
     ("diversity", "Environment diversity", fig_diversity, 1),
     ("heldout", "Held-out evaluation", fig_heldout, 1),
+    ("suites", "Public suites", fig_suites, 1),
     ("time", "Time per iteration", fig_time, 1),
 )
 

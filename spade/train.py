@@ -177,6 +177,8 @@ def train(
         raise FileExistsError(
             f"{run_dir} already holds a run: pass --resume {run_dir}, or choose another --run-dir"
         )
+    for spec in cfg.eval_suites:
+        split_suite_spec(spec)
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
         config_io.save(cfg, run_dir / "config.json")
@@ -201,6 +203,7 @@ def train(
                 show("evaluating on the held-out environments (before training)")
                 evals["before"] = run_async(_heldout(models, sandbox, cfg)).to_json()
                 _write_json(run_dir / "eval.json", evals)
+            _suites_phase(evals, "before", models, cfg, run_async, show)
             with _Progress(cfg.iterations, state.iteration, progress_bars) as bar:
                 for it in range(state.iteration + 1, cfg.iterations + 1):
                     metrics = run_iteration(
@@ -224,6 +227,7 @@ def train(
                 show("evaluating on the held-out environments (after training)")
                 evals["after"] = run_async(_heldout(models, sandbox, cfg)).to_json()
                 _write_json(run_dir / "eval.json", evals)
+            _suites_phase(evals, "after", models, cfg, run_async, show)
         finally:
             run_async(sandbox.aclose())
             event_loop.close()
@@ -275,6 +279,69 @@ async def _heldout(models: Models, sandbox: SandboxAPI, cfg: TrainConfig) -> Eva
         max_context_tokens=cfg.model.max_context_tokens,
         kwargs=None if cfg.eval_difficulty is None else {"difficulty": cfg.eval_difficulty},
     )
+
+
+def _suites_phase(
+    evals: dict[str, Any],
+    phase: str,
+    models: Models,
+    cfg: TrainConfig,
+    run_async: Callable[[Any], Any],
+    show: Callable[[str], None],
+) -> None:
+    """Evaluate the Agent on each of `cfg.eval_suites` not yet in `evals["suites"][phase]`,
+    writing eval.json after each (a resumed run redoes only what is missing)."""
+    if not (cfg.heldout_eval and cfg.eval_suites):
+        return
+    done = evals.setdefault("suites", {}).setdefault(phase, {})
+    for spec in cfg.eval_suites:
+        if spec not in done:
+            show(f"evaluating on {spec} ({phase} training)")
+            done[spec] = run_async(_suite(models, cfg, spec))
+            if "skipped" in done[spec]:
+                show(f"  skipped: {done[spec]['skipped']}")
+            _write_json(cfg.run_dir / "eval.json", evals)
+
+
+async def _suite(models: Models, cfg: TrainConfig, spec: str) -> dict[str, Any]:
+    """One suite (`NAME[:SUBSET,...][@LEVEL]`) in its own sandbox, with the suite's turn and
+    reply budget (as `spade eval --suite`); {"skipped": why} when it cannot be built."""
+    from spade.suites import suite_budget, suite_programs, suite_sandbox_config
+
+    name, level = split_suite_spec(spec)
+    try:
+        programs = suite_programs(name, limit=cfg.eval_suite_limit, level=level, seed=0)
+    except ValueError as exc:
+        return {"skipped": str(exc)}
+    turns, tokens = suite_budget(name)
+    params = SamplingParams(max_tokens=tokens, temperature=cfg.play.temperature, seed=cfg.seed + 7)
+    sandbox = make_sandbox(cfg.sandbox_backend, suite_sandbox_config(name, cfg.sandbox))
+    await sandbox.start()
+    try:
+        result = await evaluate(
+            models.agent,
+            sandbox,
+            programs,
+            seeds=range(cfg.eval_seeds),
+            params=params,
+            max_turns=turns,
+            max_context_tokens=cfg.model.max_context_tokens,
+        )
+    finally:
+        await sandbox.aclose()
+    return result.to_json()
+
+
+def split_suite_spec(spec: str) -> tuple[str, int | None]:
+    """`NAME[:SUBSET,...][@LEVEL]` -> (`NAME[:SUBSET,...]`, level); raises ValueError on an
+    unknown suite or a level that is not an integer (checked before a run starts)."""
+    from spade.suites import parse_suite
+
+    name, at, level = spec.partition("@")
+    parse_suite(name)
+    if at and not level.strip().lstrip("-").isdigit():
+        raise ValueError(f"suite {spec!r}: the level after '@' must be an integer")
+    return name, int(level) if at else None
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -123,6 +123,7 @@ def small_config(run_dir: Path, iterations: int = 4, **overrides: object) -> Tra
         run_dir=run_dir,
         iterations=iterations,
         heldout_eval=False,
+        eval_suites=(),
         # a skill without bundled seeds: the pool holds only MAGIC_ENV and the designs
         design=DesignConfig(
             envs_per_regen=3,

@@ -66,6 +66,17 @@ def make_run(run_dir: Path) -> Path:
     evals = {
         "before": {"overall": win(3, 8, 0.14, 0.69), "by_skill": by_skill, "errors": 0},
         "after": {"overall": win(5, 8, 0.31, 0.86), "by_skill": after, "errors": 0},
+        "suites": {
+            phase: {
+                "reasoning-gym:chain_sum@0": {
+                    "overall": cell,
+                    "by_skill": {"reasoning-gym:chain_sum": cell},
+                    "errors": 0,
+                },
+                "bfcl": {"skipped": "the bfcl suite needs its package"},
+            }
+            for phase, cell in (("before", win(1, 8, 0.02, 0.47)), ("after", win(2, 8, 0.07, 0.59)))
+        },
     }
     (run_dir / "eval.json").write_text(json.dumps(evals))
     return run_dir
@@ -217,3 +228,26 @@ def test_chromium_renders_the_report_headless(built: Path, tmp_path: Path) -> No
             timeout=60,
         )
     assert_png(shot)
+
+
+def test_the_suites_figure_draws_each_subset_before_and_after(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from spade.report import fig_suites, load_run
+
+    run = load_run(make_run(tmp_path / "run"))
+    fig, ax = plt.subplots()
+    fig_suites(run, ax)
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == [1 / 8, 2 / 8]  # chain_sum before, after; the skipped suite draws nothing
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["reasoning-gym:\nchain_sum"]
+    plt.close(fig)
+
+    run.evals["suites"] = {"before": {"bfcl": {"skipped": "the bfcl suite needs its package"}}}
+    fig, ax = plt.subplots()
+    fig_suites(run, ax)
+    assert not ax.patches and "bfcl: the bfcl suite needs its package" in ax.texts[0].get_text()
+    plt.close(fig)

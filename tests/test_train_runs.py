@@ -244,3 +244,67 @@ def test_report_of_a_real_run_directory(tmp_path: Path) -> None:
     assert page.count("<td class=num>0.50</td><td class=num>1.00</td>") == 2  # ALPHA, DELTA
     assert page.count("<td class=num>0.50</td><td class=num>0.60</td>") == 1  # GAMMA
     assert page.count("gated out") == 1 and page.count("passed gates") == 2
+
+
+def test_suites_are_evaluated_before_and_after_and_resumed_per_suite(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # A scripted Agent that writes HumanEval/0's reference solution and fails HumanEval/1:
+    # with 2 items x 2 eval seeds, each phase is 2 wins in 4 episodes. A suite whose package is
+    # missing is skipped with the reason, and the run goes on.
+    human_eval = pytest.importorskip("spade.suites.humaneval")
+    first = human_eval.items()[0]
+
+    def reply(messages: list) -> str:
+        if first["prompt"] in messages[-1]["content"]:
+            return "```python\n" + first["prompt"] + first["canonical_solution"] + "```"
+        return "```python\nreturn None\n```"
+
+    from spade import suites
+
+    monkeypatch.setitem(suites.SUITES, "nosuchsuite", suites.Suite("rgym", "no_such_package"))
+    agent = ScriptedPolicy(reply)
+    scripted, trainer = loopkit.scripted_models()
+    models = Models(agent, trainer, scripted.designer, scripted.designer_trainer)
+    specs = ("humaneval", "nosuchsuite")
+    overrides = dict(no_design=True, heldout_eval=True, eval_suites=specs, eval_suite_limit=2)
+    monkeypatch.setattr(train_mod, "heldout_for", lambda cfg: [MAGIC])
+    summary = _magic_run(tmp_path / "run", models, iterations=1, **overrides)
+    evals = json.loads((tmp_path / "run" / "eval.json").read_text())
+    assert summary["eval"] == evals and set(evals["suites"]) == {"before", "after"}
+    for phase in ("before", "after"):
+        result = evals["suites"][phase]["humaneval"]
+        assert (result["overall"]["wins"], result["overall"]["episodes"]) == (2, 4)
+        assert "needs its package" in evals["suites"][phase]["nosuchsuite"]["skipped"]
+
+    # a run killed after the "before" suites resumes without evaluating them again
+    del evals["suites"]["after"]
+    (tmp_path / "run" / "eval.json").write_text(json.dumps(evals))
+    asked: list[str] = []
+    real = train_mod._suite
+    monkeypatch.setattr(
+        train_mod, "_suite", lambda m, c, spec: asked.append(spec) or real(m, c, spec)
+    )
+    train(
+        loopkit.small_config(tmp_path / "run"),
+        resume=True,
+        models=models,
+        progress_bars=False,
+        show=lambda s: None,
+    )
+    assert asked == list(specs)
+    assert set(json.loads((tmp_path / "run" / "eval.json").read_text())["suites"]) == {
+        "before",
+        "after",
+    }
+
+
+def test_bad_suite_specs_stop_a_run_before_it_starts(tmp_path: Path) -> None:
+    from spade.cli import main
+
+    run = str(tmp_path / "run")
+    assert main(["train", "--run-dir", run, "--eval-suites", "nosuch:thing"]) == 2
+    assert main(["train", "--run-dir", run, "--eval-suites", "gem@easy"]) == 2
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ValueError, match="unknown suite"):
+        train(loopkit.small_config(tmp_path / "run", eval_suites=("nosuch",)))

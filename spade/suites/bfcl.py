@@ -377,5 +377,7 @@ def programs(
                 code = _multi(name, item, answers[item["id"]])
             else:
                 code = _single(name, item, answers.get(item["id"]))
-            out.append(Program.from_code(code, skill=f"bfcl:{name}", source=f"bfcl:{item['id']}"))
+            out.append(
+                Program.from_code(code, skill=f"bfcl:{name}", source=f"bfcl:{name}/{item['id']}")
+            )
     return out
