@@ -186,3 +186,35 @@ def test_a_mixed_batch_is_sampled_in_two_passes_with_each_rows_own_seed(make_loc
     assert backend.prefix_cache.hits == 1
     alone = make_local(prefix_cache_mb=0).sample(batch, params)
     assert_same_replies(mixed, alone)
+
+
+def test_length_groups_bound_the_padding():
+    from spade.backends.sampling import length_groups
+
+    # 29 prompts of 100 tokens and one of 2,500: padded together, 75,000 positions for 5,400
+    assert length_groups([100] * 29 + [2500]) == [list(range(29)), [29]]
+    assert length_groups([50, 60, 70, 80]) == [[0, 1, 2, 3]]  # close lengths: one batch
+    assert length_groups([10, 30, 1000, 1100, 900, 20]) == [[0, 5, 1], [4, 2, 3]]
+    assert length_groups([7]) == [[0]] and length_groups([]) == []
+    for lengths in ([3, 9, 27, 81, 243], [5] * 8 + [400] * 3):
+        for group in length_groups(lengths):
+            longest = max(lengths[i] for i in group)
+            assert len(group) == 1 or longest * len(group) <= 2 * sum(lengths[i] for i in group)
+
+
+def test_a_batch_of_uneven_prompts_samples_what_one_padded_batch_samples(make_local, monkeypatch):
+    from spade.backends import sampling
+
+    long = [{"role": "user", "content": "Sort these numbers: " + ", ".join(map(str, range(90)))}]
+    batch = [Prompt.of(m) for m in (OPENINGS[0], long, OPENINGS[2], OPENINGS[1])]
+    params = SamplingParams(max_tokens=6, temperature=1.0, seed=3)
+    passes: list[int] = []
+    real = sampling.length_groups
+    monkeypatch.setattr(
+        sampling, "length_groups", lambda n, s: passes.append(len(real(n, s))) or real(n, s)
+    )
+    grouped = make_local(prefix_cache_mb=0).sample(batch, params)
+    assert passes[0] == 2  # the long prompt goes alone
+    monkeypatch.setattr(sampling, "length_groups", lambda n, s: [list(range(len(n)))])
+    padded = make_local(prefix_cache_mb=0).sample(batch, params)
+    assert_same_replies(grouped, padded)
