@@ -155,3 +155,37 @@ def test_recipes_choose_their_retries() -> None:
     assert RECIPES["paper-games"].design.max_attempts == 5  # the paper: up to 5 per slot
     assert RECIPES["paper-tools"].design.max_attempts == 5
     assert RECIPES["tiny-cpu"].design.max_attempts == 1
+
+
+def test_retries_stop_once_the_limit_is_met(env) -> None:
+    pool, sandbox, loop = env
+    # round 0 admits one of two and the limit is 1: no round 1, although a slot failed
+    policy = Batches([[ALPHA, GARBAGE], [BETA]])
+    request = _request(2, limit=1, max_attempts=3)
+    outcomes = design_and_admit(policy, sandbox, pool, loop.run_until_complete, request)
+    assert [o.admitted for o in outcomes] == [True, False] and policy.calls == 1
+
+
+def test_a_retry_samples_with_a_seed_derived_from_the_round() -> None:
+    from spade.admission import _round_params
+
+    params = SamplingParams(max_tokens=8, seed=11)
+    assert _round_params(params, 0) is params
+    expected = random.Random("11/retry/2").randrange(2**31)
+    assert _round_params(params, 2).seed == _round_params(params, 2).seed == expected
+    assert _round_params(SamplingParams(max_tokens=8, seed=None), 2).seed is None
+
+
+def test_the_request_shapes_the_designer_prompt(env) -> None:
+    from spade.prompts import designer_system
+
+    pool, sandbox, loop = env
+    seen: list[Sequence[Message]] = []
+    policy = Batches([[GARBAGE]])
+    reply = policy.reply
+    policy.policy.reply = lambda messages: seen.append(messages) or reply(messages)
+    request = _request(1, difficulty_word="brutal", form="compact")
+    design_and_admit(policy, sandbox, pool, loop.run_until_complete, request)
+    (messages,) = seen
+    assert messages[0]["content"] == designer_system("game", form="compact")
+    assert "Write a new brutal environment" in messages[-1]["content"]
