@@ -308,3 +308,15 @@ def test_bad_suite_specs_stop_a_run_before_it_starts(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()
     with pytest.raises(ValueError, match="unknown suite"):
         train(loopkit.small_config(tmp_path / "run", eval_suites=("nosuch",)))
+
+
+def test_every_recipe_names_suites_that_exist() -> None:
+    from spade.config import RECIPES
+    from spade.suites import suite_programs
+
+    for recipe in RECIPES.values():
+        assert recipe.eval_suites
+        for spec in recipe.eval_suites:
+            name, level = train_mod.split_suite_spec(spec)
+            if name.startswith("reasoning-gym"):  # the default's: built as the run builds it
+                assert suite_programs(name, limit=2, level=level)
