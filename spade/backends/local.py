@@ -220,18 +220,27 @@ class LocalBackend:
         pad = self.tokenizer.pad_token_id
         self.pad_id = int(pad if pad is not None else min(self.eot_ids, default=0))
 
-        ppo = config.ppo
         self.ref_model = None
-        if ppo.kl_coef > 0 and config.lora is None:
+        if config.ppo.kl_coef > 0 and config.lora is None:
             import copy
 
             self.ref_model = copy.deepcopy(model).requires_grad_(False)
+        self.optimizer = self._optimizer()
+        self._sampler_rng = torch.Generator().manual_seed(config.seed)
+        self.prefix_cache = (
+            PrefixCache(config.prefix_cache_mb << 20) if config.prefix_cache_mb > 0 else None
+        )
+        self.step = 0
+
+    def _optimizer(self) -> torch.optim.AdamW:
+        """AdamW over the trainable parameters; no weight decay on vectors (norms, biases)."""
+        ppo = self.config.ppo
         decay: list[torch.nn.Parameter] = []
         no_decay: list[torch.nn.Parameter] = []
-        for p in model.parameters():
+        for p in self.model.parameters():
             if p.requires_grad:
                 (decay if p.dim() >= 2 else no_decay).append(p)
-        self.optimizer = torch.optim.AdamW(
+        return torch.optim.AdamW(
             [
                 {"params": decay, "weight_decay": ppo.weight_decay},
                 {"params": no_decay, "weight_decay": 0.0},
@@ -240,11 +249,6 @@ class LocalBackend:
             betas=ppo.betas,
             **_fused_adamw(self.device),
         )
-        self._sampler_rng = torch.Generator().manual_seed(config.seed)
-        self.prefix_cache = (
-            PrefixCache(config.prefix_cache_mb << 20) if config.prefix_cache_mb > 0 else None
-        )
-        self.step = 0
 
     # ---------------------------------------------------------------- Policy
     def sample(
@@ -362,9 +366,10 @@ class LocalBackend:
             if n_tok == 0:
                 continue
             total_tokens += n_tok
-            for idx in pack_micro_batches(
-                [len(s.token_ids) for s in minibatch], ppo.micro_batch_tokens
-            ):
+            for idx in self._micro_batches([len(s.token_ids) for s in minibatch]):
+                if idx is None:  # this rank has no share of this minibatch left (FSDP)
+                    self._idle_pass()
+                    continue
                 batch = self._collate([minibatch[i] for i in idx])
                 logp, entropy = self._logprobs(self.model, batch, batch["mask"].bool(), True)
                 assert entropy is not None
@@ -380,14 +385,18 @@ class LocalBackend:
                     ref_logp,
                     ppo.kl_coef,
                 )
-                parts.loss.backward()
+                (parts.loss * self._loss_scale).backward()
                 parts.sums["entropy"] = float((entropy * batch["mask"]).sum())
                 for k, v in parts.sums.items():
                     sums[k] = sums.get(k, 0.0) + v
             max_norm = ppo.max_grad_norm if ppo.max_grad_norm > 0 else float("inf")
-            grad_norms.append(float(torch.nn.utils.clip_grad_norm_(params, max_norm)))
+            norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+            if hasattr(norm, "full_tensor"):  # a sharded model's norm (spade.backends.fsdp)
+                norm = norm.full_tensor()
+            grad_norms.append(float(norm))
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
+        sums = self._sum_over_ranks(sums)
         self.step += 1
         self.weights_changed()
         metrics = {k: v / max(total_tokens, 1) for k, v in sums.items()}
@@ -401,6 +410,22 @@ class LocalBackend:
             )
         metrics["step"] = float(self.step)
         return metrics
+
+    # The hooks a sharded trainer (spade.backends.fsdp) overrides: one process does it all here.
+    _loss_scale = 1.0
+    """Multiplies each micro-batch loss before backward (FSDP averages gradients over ranks)."""
+    _whole_forward = False
+    """Logits through the model's own forward at every position (`_logits_at`)."""
+
+    def _micro_batches(self, lengths: Sequence[int]) -> list[list[int] | None]:
+        """This process's micro-batches of a minibatch (None: a pass with nothing to train)."""
+        return list(pack_micro_batches(lengths, self.config.ppo.micro_batch_tokens))
+
+    def _idle_pass(self) -> None:
+        raise AssertionError("a single process always has its micro-batch")
+
+    def _sum_over_ranks(self, sums: dict[str, float]) -> dict[str, float]:
+        return sums
 
     def sft_step(self, samples: Sequence[Sample], prompt_gradient: bool = True) -> dict[str, float]:
         """One AdamW step of supervised fine-tuning: mean NLL of the masked tokens.
@@ -507,6 +532,7 @@ class LocalBackend:
             logits = _logits_at(
                 model,
                 torch.nn.functional.pad(select, (0, 1)),  # the last position predicts nothing
+                self._whole_forward,
                 input_ids=batch["ids"],
                 attention_mask=batch["attn"],
                 use_cache=False,
@@ -632,16 +658,20 @@ def _generation_eos(model: torch.nn.Module) -> set[int]:
     return {int(e) for e in (eos if isinstance(eos, (list, tuple)) else [eos])}
 
 
-def _logits_at(model: Any, select: torch.Tensor, **inputs: Any) -> torch.Tensor:
+def _logits_at(
+    model: Any, select: torch.Tensor, whole: bool = False, **inputs: Any
+) -> torch.Tensor:
     """The model's logits at the input positions where `select` (batch, tokens) is true, as
     (N, vocabulary). The output layer runs only there, unless the model scales or soft-caps its
-    logits after it (Gemma 2/3, Cohere, Granite): those run their whole forward."""
+    logits after it (Gemma 2/3, Cohere, Granite) or `whole` asks for the model's own forward
+    (FSDP: a sharded root only gathers its weights in its own forward); those project every
+    position."""
     config = getattr(model, "config", None)
     plain = not any(
         getattr(config, name, None) not in (None, 1, 1.0)
         for name in ("final_logit_softcapping", "logit_scale", "logits_scaling")
     )
-    if not plain:
+    if whole or not plain:
         return model(**inputs).logits[select]
     hidden = model.get_decoder()(**inputs).last_hidden_state
     return model.get_output_embeddings()(hidden[select])
