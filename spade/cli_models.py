@@ -63,7 +63,7 @@ def train_main(argv: list[str]) -> int:
             prog="spade train",
             description=_TRAIN_HELP,
         )
-    from spade.train import split_suite_spec, train
+    from spade.train import serve_fsdp_rank, split_suite_spec, train
 
     try:
         for spec in cfg.eval_suites:
@@ -71,6 +71,17 @@ def train_main(argv: list[str]) -> int:
     except ValueError as exc:
         console.print(f"spade train: --eval-suites: {exc}")
         return 2
+    if cfg.model.trainer == "fsdp":
+        from spade.backends.fsdp import init_distributed, rank
+
+        try:
+            init_distributed()
+        except RuntimeError as exc:
+            console.print(f"spade train --trainer fsdp: {exc}")
+            return 2
+        if rank() != 0:  # the loop runs on rank 0; this rank holds a shard and follows it
+            serve_fsdp_rank(cfg)
+            return 0
     try:
         summary = train(cfg, resume=resume is not None, show=console.print)
     except FileExistsError as exc:  # a run is already there: a usage error, not a crash

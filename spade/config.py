@@ -50,6 +50,10 @@ class ModelConfig:
     10 of the default model's 30, as its warm start does: the optimizer state and gradients
     shrink to a third and the backward pass stops 10 layers down (the default run's peak
     memory and update time, docs/backends.md)."""
+    trainer: Literal["local", "fsdp"] = "local"
+    """`local`: one process trains (and samples). `fsdp`: the weights are sharded with FSDP2 over
+    the ranks of a torchrun launch (`torchrun --nproc-per-node N -m spade train --trainer fsdp`;
+    gloo on CPU, nccl on GPU); the loop and the sampling copy run on rank 0 (docs/scale.md)."""
     warm_start: bool = True
     """Start the embedded default (`smollm2`) from its warm start (`spade bootstrap` for the
     recipe's Designer form: ~5 minutes once, then cached). Without it the raw instruct model

@@ -57,11 +57,11 @@ def resolve_model(
     return model_path(model.model, progress=progress)
 
 
-def local_backend(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | None = None) -> Any:
-    from spade.backends.local import LocalBackend, LocalConfig, LoraSettings
+def local_config(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | None = None) -> Any:
+    from spade.backends.local import LocalConfig, LoraSettings
 
     lora = LoraSettings(r=model.lora_rank) if model.lora_rank else None
-    config = LocalConfig(
+    return LocalConfig(
         model=path,
         device=model.device,
         seed=seed,
@@ -70,7 +70,12 @@ def local_backend(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | Non
         threads=model.threads,
         trainable_layers=None if lora else model.trainable_layers,
     )
-    return LocalBackend(config)
+
+
+def local_backend(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | None = None) -> Any:
+    from spade.backends.local import LocalBackend
+
+    return LocalBackend(local_config(model, path, seed, ppo))
 
 
 def build_policy(model: ModelConfig, seed: int = 0, progress: bool = True) -> Policy:
@@ -92,11 +97,43 @@ def build_models(cfg: TrainConfig, model: str) -> Models:
             "a policy served over the OpenAI API cannot be trained (no weights to update); "
             "use it with `spade design` or `spade eval`"
         )
+    if cfg.model.trainer == "fsdp":
+        from spade.backends.fsdp import FSDPBackend, FSDPTrainer
+
+        if cfg.separate_designer:
+            raise ValueError("--separate-designer with --trainer fsdp is not supported yet")
+        policy = local_backend(cfg.model, model, cfg.seed, cfg.ppo)  # rank 0 samples with it
+        trainer = FSDPTrainer(
+            FSDPBackend(local_config(cfg.model, model, cfg.seed, cfg.ppo)), policy
+        )
+        return Models(policy, trainer, policy, trainer)
     agent = local_backend(cfg.model, model, cfg.seed, cfg.ppo)
     designer = agent
     if cfg.separate_designer:
         designer = local_backend(cfg.model, model, cfg.seed + 1, cfg.ppo)
     return Models(agent, agent, designer, designer)
+
+
+def serve_fsdp_rank(cfg: TrainConfig) -> None:
+    """A torchrun rank other than 0 under `--trainer fsdp`: hold a shard and follow rank 0's
+    updates, saves and loads until its run ends (the model path comes from rank 0, which
+    fetches and warm-starts it first)."""
+    from spade.backends.fsdp import FSDPBackend, serve
+
+    path = fsdp_model_path(cfg)
+    serve(FSDPBackend(local_config(cfg.model, path, cfg.seed, cfg.ppo)))
+
+
+def fsdp_model_path(cfg: TrainConfig, progress: bool = True) -> str:
+    """The model folder every rank loads: resolved (fetched, warm-started) on rank 0 alone, then
+    broadcast, so the ranks neither race on the cache nor repeat the warm start."""
+    import torch.distributed as dist
+
+    message: list[Any] = [None]
+    if dist.get_rank() == 0:
+        message[0] = resolve_model(cfg.model, cfg.seed, progress, cfg.design.form)
+    dist.broadcast_object_list(message, src=0)
+    return str(message[0])
 
 
 MINI_SEED_RENDER_SEED = 4321
@@ -182,8 +219,12 @@ def train(
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
         config_io.save(cfg, run_dir / "config.json")
+    built = models is None
     if models is None:
-        path = resolve_model(cfg.model, cfg.seed, progress_bars, cfg.design.form)
+        if cfg.model.trainer == "fsdp":
+            path = fsdp_model_path(cfg, progress_bars)
+        else:
+            path = resolve_model(cfg.model, cfg.seed, progress_bars, cfg.design.form)
         models = build_models(cfg, path)
     reward_fn = make_designer_reward(cfg.designer_reward)
     documents = bundled.grounding_documents() if cfg.design.grounding else []
@@ -231,6 +272,13 @@ def train(
         finally:
             run_async(sandbox.aclose())
             event_loop.close()
+            if built:  # an FSDP trainer releases the ranks that follow it
+                for trainer in {
+                    id(t): t for t in (models.agent_trainer, models.designer_trainer)
+                }.values():
+                    close = getattr(trainer, "close", None)
+                    if callable(close):
+                        close()
         summary["eval"] = evals
     summary["peak_rss_mib"] = peak_rss_mib()
     summary["iterations"] = [

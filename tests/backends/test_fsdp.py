@@ -85,3 +85,24 @@ def test_fsdp_needs_a_process_group() -> None:
 
     with pytest.raises(RuntimeError, match="process group"):
         FSDPBackend(fsdp_run.CONFIG)
+
+
+def test_spade_train_under_torchrun_with_the_fsdp_trainer(tmp_path: Path, _model_cache) -> None:
+    LocalBackend(fsdp_run.CONFIG)  # tiny-test in the cache first
+    run = tmp_path / "run"
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node"]
+    command += ["2", "-m", "spade", "train", "--trainer", "fsdp", "--model", "tiny-test"]
+    command += ["--run-dir", str(run), "--iterations", "2", "--eval-suites", "--no-heldout-eval"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(RUN.parents[2])}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert json.loads((run / "state.json").read_text())["iteration"] == 2
+    checkpoint = run / "checkpoints" / "iter-00002" / "agent"
+    assert {p.name for p in checkpoint.iterdir()} == {"dcp", "rng-0.pt", "rng-1.pt", "state.json"}
+    assert json.loads((checkpoint / "state.json").read_text())["world_size"] == 2
+    # without torchrun: a usage error that says how to launch it
+    plain = [sys.executable, "-m", "spade", "train", "--trainer", "fsdp", "--model", "tiny-test"]
+    done = subprocess.run(
+        plain + ["--run-dir", str(tmp_path / "x")], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 2 and "launch with torchrun" in " ".join(done.stdout.split())
