@@ -4,6 +4,7 @@ retries up to `max_attempts` per slot, the admission limit, the failures recorde
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import random
 from collections.abc import Iterator, Sequence
@@ -189,3 +190,24 @@ def test_the_request_shapes_the_designer_prompt(env) -> None:
     (messages,) = seen
     assert messages[0]["content"] == designer_system("game", form="compact")
     assert "Write a new brutal environment" in messages[-1]["content"]
+
+
+def test_the_pool_row_keeps_the_attempts_provenance(env) -> None:
+    pool, sandbox, loop = env
+    policy = Batches([[GARBAGE, GARBAGE], [ALPHA, GARBAGE]])
+    request = dataclasses.replace(_request(2, max_attempts=2), regen=3)
+    outcomes = design_and_admit(policy, sandbox, pool, loop.run_until_complete, request)
+    assert [o.admitted for o in outcomes] == [False, False, True, False]
+    (row,) = list(pool.export_rows())
+    assert row["provenance"] == {"attempt": 2, "exemplars": [], "grounding": None, "regen": 3}
+
+
+def test_designs_are_checked_against_the_pool_not_only_each_other(env) -> None:
+    pool, sandbox, loop = env
+    strict = ValidatorConfig(probe_seeds=1, solution_seeds=1)  # near-duplicates are refused
+    first = dataclasses.replace(_request(1), validator=strict)
+    design_and_admit(Batches([[ALPHA]]), sandbox, pool, loop.run_until_complete, first)
+    # BETA differs from the admitted ALPHA by its class name: caught against the pool
+    (outcome,) = design_and_admit(Batches([[BETA]]), sandbox, pool, loop.run_until_complete, first)
+    assert not outcome.admitted
+    assert [f.check for f in outcome.failures] == ["near_duplicate"]
