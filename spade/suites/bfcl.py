@@ -233,11 +233,11 @@ def _tools(functions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _pick(options: list[Any]) -> tuple[bool, Any]:
-    """The first acceptable value of a possible-answer list; (False, None) for an omitted one."""
+    """The first acceptable value of a possible-answer list other than `""` (which marks a
+    parameter that may be left out); (False, None) when `""` is all there is."""
     for value in options:
-        if value == "":
-            return False, None  # "" first: the parameter may be left out
-        return True, _value(value)
+        if value != "":
+            return True, _value(value)
     return False, None
 
 
@@ -258,19 +258,21 @@ def _block(name: str, args: dict[str, Any]) -> str:
     return "<tool_call>" + json.dumps({"name": name, "arguments": args}) + "</tool_call>"
 
 
-def _tool_calls(answer: list[dict[str, Any]]) -> str:
-    """A ground truth as one reply of `<tool_call>` blocks."""
+def _tool_calls(answer: list[dict[str, Any]], functions: Sequence[dict[str, Any]]) -> str:
+    """A ground truth as one reply of `<tool_call>` blocks: an optional parameter that may be
+    left out (`""` among its options) is; every other takes its first listed value."""
+    required = {f["name"]: set(f.get("parameters", {}).get("required", [])) for f in functions}
     blocks = []
     for call in answer:
         ((name, params),) = call.items()
         args = {}
         for key, options in params.items():
+            if "" in options and key not in required.get(name, set()):
+                continue
             keep, chosen = _pick(options)
             if keep:
                 args[key] = chosen
-        blocks.append(
-            "<tool_call>" + json.dumps({"name": name, "arguments": args}) + "</tool_call>"
-        )
+        blocks.append(_block(name, args))
     return "\n".join(blocks)
 
 
@@ -282,7 +284,7 @@ def _single(category: str, item: dict[str, Any], answer: list[dict[str, Any]] | 
     elif answer is None:  # live_relevance: any call is right, none is given
         solution = None
     else:
-        solution = _tool_calls(answer)
+        solution = _tool_calls(answer, item["function"])
     data = {
         "id": item["id"],
         "category": category,
