@@ -76,3 +76,16 @@ def test_items_and_refusals() -> None:
     with pytest.raises(ValueError, match=r"levels are 1 \(easy\) and 2 \(hard\), got 3"):
         suite_programs("gem", level=3)
     assert set(EXCLUDED) == {"Wordle", "Hangman", "WordSearch", "Crosswords"}
+
+
+def test_spade_eval_gem(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from spade.cli import main
+
+    argv = ["eval", "--suite", "gem:TowerofHanoi,Sokoban", "--limit", "2", "--seeds", "1"]
+    assert main([*argv, "--policy", "solution", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["by_skill"]["gem:TowerofHanoi"]["wins"] == 2  # known answers replayed
+    assert result["by_skill"]["gem:Sokoban"]["wins"] == 0 and result["errors"] == 2  # none known
+    assert main(["eval", "--suite", "gem", "--level", "3"]) == 2
