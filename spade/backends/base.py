@@ -120,6 +120,8 @@ class Completion:
     """The temperature `logprobs` were computed at (SamplingParams.logprob_temperature)."""
     untrainable_reason: str | None = None
     """Why the token fields are missing, when they are."""
+    weight_version: int | None = None
+    """The version of the weights that sampled it, when a server reports one (VLLMPolicy)."""
 
     def __post_init__(self) -> None:
         if self.completion_ids is not None and self.logprobs is not None:

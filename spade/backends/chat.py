@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from spade.backends.base import Message
+from spade.backends.base import Completion, Message, Prompt
 
 DEFAULT_CHAT_TEMPLATE = (
     "{% for message in messages %}"
@@ -102,3 +102,23 @@ def turn_delta_ids(
         if rest.startswith(generated_end):  # the model already closed its turn
             rest = rest[len(generated_end) :]
     return encode(tokenizer, rest)
+
+
+def extend_prompt(
+    tokenizer: Any,
+    prompt: Prompt,
+    completion: Completion,
+    messages: Sequence[Message],
+    eot_ids: set[int],
+) -> Prompt:
+    """The next turn's prompt, token-in/token-out: the sampled prompt and reply ids as they were,
+    then `turn_delta_ids` (a Policy's `extend` for backends that sample token ids)."""
+    if completion.prompt_ids is None or completion.completion_ids is None:
+        raise ValueError("extend needs a completion with token ids (sampled by this backend)")
+    if prompt.token_ids is not None and tuple(prompt.token_ids) != completion.prompt_ids:
+        raise ValueError("this completion was not sampled from this prompt")
+    delta = turn_delta_ids(tokenizer, completion.completion_ids, messages, eot_ids)
+    return Prompt(
+        messages=(*prompt.messages, {"role": "assistant", "content": completion.text}, *messages),
+        token_ids=completion.prompt_ids + completion.completion_ids + tuple(delta),
+    )

@@ -298,21 +298,7 @@ class LocalBackend:
         return out
 
     def extend(self, prompt: Prompt, completion: Completion, messages: Sequence[Message]) -> Prompt:
-        if completion.prompt_ids is None or completion.completion_ids is None:
-            raise ValueError("extend needs a completion with token ids (sampled by this backend)")
-        if prompt.token_ids is not None and tuple(prompt.token_ids) != completion.prompt_ids:
-            raise ValueError("this completion was not sampled from this prompt")
-        delta = chat.turn_delta_ids(
-            self.tokenizer, completion.completion_ids, messages, self.eot_ids
-        )
-        return Prompt(
-            messages=(
-                *prompt.messages,
-                {"role": "assistant", "content": completion.text},
-                *messages,
-            ),
-            token_ids=completion.prompt_ids + completion.completion_ids + tuple(delta),
-        )
+        return chat.extend_prompt(self.tokenizer, prompt, completion, messages, self.eot_ids)
 
     def weights_changed(self) -> None:
         """Forget cached keys/values: they were computed with the old weights."""

@@ -136,54 +136,8 @@ class OpenAICompatPolicy:
         body.update(self.config.extra_body)
         return body
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        key = os.environ.get(self.config.api_key_env) if self.config.api_key_env else None
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
-
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        data = json.dumps(body).encode()
-        delay = self.config.backoff_s
-        for attempt in range(self.config.max_retries + 1):
-            retry_after: float | None = None
-            try:
-                request = urllib.request.Request(
-                    self._url, data=data, headers=self._headers(), method="POST"
-                )
-                with urllib.request.urlopen(request, timeout=self.config.timeout_s) as response:
-                    raw = response.read().decode()
-                try:
-                    return json.loads(raw)
-                except ValueError:
-                    raise OpenAICompatError(
-                        f"{self._url}: reply is not JSON: {raw[:300]!r}"
-                    ) from None
-            except urllib.error.HTTPError as e:
-                detail = _error_detail(e)
-                if e.code not in RETRY_STATUS:
-                    raise OpenAICompatError(
-                        f"{self._url}: HTTP {e.code}: {detail}", e.code
-                    ) from None
-                failure = f"HTTP {e.code}: {detail}"
-                retry_after = _retry_after(e.headers.get("Retry-After") if e.headers else None)
-                status: int | None = e.code
-            except (urllib.error.URLError, http.client.HTTPException, OSError) as e:
-                failure, status = f"{type(e).__name__}: {getattr(e, 'reason', e)}", None
-            if attempt == self.config.max_retries:
-                raise OpenAICompatError(
-                    f"{self._url}: gave up after {attempt + 1} attempts; last error {failure}",
-                    status,
-                )
-            wait = (
-                retry_after
-                if retry_after is not None
-                else delay * (0.75 + 0.5 * self._jitter.random())
-            )
-            time.sleep(min(wait, self.config.max_backoff_s))
-            delay = min(delay * 2, self.config.max_backoff_s)
-        raise AssertionError("unreachable")
+        return post_json(self._url, body, self.config, self._jitter)
 
     def _completion(self, reply: dict[str, Any], params: SamplingParams) -> Completion:
         try:
@@ -292,3 +246,54 @@ def _retry_after(value: str | None) -> float | None:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
         return None
+
+
+def post_json(url: str, body: dict[str, Any], config: Any, jitter: random.Random) -> dict[str, Any]:
+    """POST `body` as JSON and return the JSON reply, retrying as the module docstring says.
+
+    `config` supplies `api_key_env`, `timeout_s`, `max_retries`, `backoff_s` and
+    `max_backoff_s` (OpenAICompatConfig, VLLMConfig); `jitter` only spreads retries out."""
+    data = json.dumps(body).encode()
+    delay = config.backoff_s
+    for attempt in range(config.max_retries + 1):
+        retry_after: float | None = None
+        try:
+            request = urllib.request.Request(
+                url, data=data, headers=_headers(config.api_key_env), method="POST"
+            )
+            with urllib.request.urlopen(request, timeout=config.timeout_s) as response:
+                raw = response.read().decode()
+            try:
+                reply = json.loads(raw)
+            except ValueError:
+                raise OpenAICompatError(f"{url}: reply is not JSON: {raw[:300]!r}") from None
+            if not isinstance(reply, dict):
+                raise OpenAICompatError(f"{url}: reply is not a JSON object: {raw[:300]!r}")
+            return reply
+        except urllib.error.HTTPError as e:
+            detail = _error_detail(e)
+            if e.code not in RETRY_STATUS:
+                raise OpenAICompatError(f"{url}: HTTP {e.code}: {detail}", e.code) from None
+            failure = f"HTTP {e.code}: {detail}"
+            retry_after = _retry_after(e.headers.get("Retry-After") if e.headers else None)
+            status: int | None = e.code
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as e:
+            failure, status = f"{type(e).__name__}: {getattr(e, 'reason', e)}", None
+        if attempt == config.max_retries:
+            raise OpenAICompatError(
+                f"{url}: gave up after {attempt + 1} attempts; last error {failure}", status
+            )
+        wait = retry_after if retry_after is not None else delay * (0.75 + 0.5 * jitter.random())
+        time.sleep(min(wait, config.max_backoff_s))
+        delay = min(delay * 2, config.max_backoff_s)
+    raise AssertionError("unreachable")
+
+
+def _headers(api_key_env: str | None) -> dict[str, str]:
+    """JSON headers, with the key from the named environment variable when it is set (read at
+    each request; never stored, put in an exception or logged)."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    key = os.environ.get(api_key_env) if api_key_env else None
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return headers

@@ -85,24 +85,48 @@ def tiny_tokenizer(_model_cache: Path):
     return AutoTokenizer.from_pretrained(tiny_model_path("tiny-test"), local_files_only=True)
 
 
-@pytest.fixture
-def fake_server() -> Iterator[Callable[..., str]]:
-    """start(*args) -> base URL of a fresh fake server; all are stopped afterwards."""
-    procs: list[subprocess.Popen[str]] = []
+class Servers:
+    """Fake servers in their own processes: `start(*args, port=0)` -> base URL (…/v1),
+    `stop(url)`; all are stopped at the end of the test."""
 
-    def start(*args: str) -> str:
+    def __init__(self, script: Path) -> None:
+        self.script = script
+        self.procs: dict[str, subprocess.Popen[str]] = {}
+
+    def start(self, *args: str, port: int = 0) -> str:
         proc = subprocess.Popen(
-            [sys.executable, str(FAKE_SERVER), "--port", "0", *args],
+            [sys.executable, str(self.script), "--port", str(port), *args],
             stdout=subprocess.PIPE,
             text=True,
         )
-        procs.append(proc)
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert line.startswith("PORT "), f"fake server did not start: {line!r}"
-        return f"http://127.0.0.1:{int(line.split()[1])}/v1"
+        url = f"http://127.0.0.1:{int(line.split()[1])}/v1"
+        self.procs[url] = proc
+        return url
 
-    yield start
-    for proc in procs:
+    def stop(self, url: str) -> None:
+        proc = self.procs.pop(url)
         proc.terminate()
         proc.wait(timeout=5)
+
+    def close(self) -> None:
+        for url in list(self.procs):
+            self.stop(url)
+
+
+@pytest.fixture
+def fake_server() -> Iterator[Callable[..., str]]:
+    """start(*args) -> base URL of a fresh fake OpenAI-compatible server."""
+    servers = Servers(FAKE_SERVER)
+    yield servers.start
+    servers.close()
+
+
+@pytest.fixture
+def fake_vllm() -> Iterator[Servers]:
+    """Fake vLLM servers (tests/backends/fake_vllm_server.py)."""
+    servers = Servers(FAKE_SERVER.with_name("fake_vllm_server.py"))
+    yield servers
+    servers.close()

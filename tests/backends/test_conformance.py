@@ -1,7 +1,8 @@
 """One conformance suite over every available Policy and Trainer backend.
 
-Policies: the local backend on the ~1M-parameter tiny-test model, and the OpenAI-compatible
-client against the fake server (with vLLM-style token ids, so its completions are trainable).
+Policies: the local backend on the ~1M-parameter tiny-test model, the OpenAI-compatible client
+against the fake server (with vLLM-style token ids, so its completions are trainable), and
+VLLMPolicy (token-in) against the fake vLLM server with the tiny-test tokenizer.
 Trainers: the local backend (and its LoRA variant when peft is installed).
 """
 
@@ -22,10 +23,15 @@ CONVERSATIONS = [
 ]
 
 
-@pytest.fixture(params=["local", "openai"])
-def policy(request, make_local, fake_server):
+@pytest.fixture(params=["local", "openai", "vllm"])
+def policy(request, make_local, fake_server, fake_vllm, tiny_tokenizer):
     if request.param == "local":
         return make_local()
+    if request.param == "vllm":
+        from spade.backends.vllm import VLLMConfig, VLLMPolicy
+
+        config = VLLMConfig((fake_vllm.start(), fake_vllm.start()), model="fake", tokenizer="t")
+        return VLLMPolicy(config, tokenizer=tiny_tokenizer)
     from spade.backends.openai_compat import OpenAICompatConfig, OpenAICompatPolicy
 
     return OpenAICompatPolicy(
