@@ -50,6 +50,13 @@ class ModelConfig:
     10 of the default model's 30, as its warm start does: the optimizer state and gradients
     shrink to a third and the backward pass stops 10 layers down (the default run's peak
     memory and update time, docs/backends.md)."""
+    vllm_urls: tuple[str, ...] = ()
+    """Sample with these vLLM servers (`http://host:port/v1` each, run with
+    `VLLM_SERVER_DEV_MODE=1 vllm serve MODEL --logprobs-mode processed_logprobs`) instead of the
+    local copy; the trainer pushes its weights into them after every update through the run
+    directory's `weights/` folder, which the servers must see (docs/scale.md)."""
+    vllm_model: str | None = None
+    """The name the servers serve the model under (`--served-model-name`); default: `model`."""
     trainer: Literal["local", "fsdp"] = "local"
     """`local`: one process trains (and samples). `fsdp`: the weights are sharded with FSDP2 over
     the ranks of a torchrun launch (`torchrun --nproc-per-node N -m spade train --trainer fsdp`;

@@ -97,6 +97,8 @@ def build_models(cfg: TrainConfig, model: str) -> Models:
             "a policy served over the OpenAI API cannot be trained (no weights to update); "
             "use it with `spade design` or `spade eval`"
         )
+    if cfg.model.vllm_urls and cfg.separate_designer:
+        raise ValueError("--separate-designer with --vllm-urls is not supported yet")
     if cfg.model.trainer == "fsdp":
         from spade.backends.fsdp import FSDPBackend, FSDPTrainer
 
@@ -106,12 +108,33 @@ def build_models(cfg: TrainConfig, model: str) -> Models:
         trainer = FSDPTrainer(
             FSDPBackend(local_config(cfg.model, model, cfg.seed, cfg.ppo)), policy
         )
-        return Models(policy, trainer, policy, trainer)
+        return _with_vllm(cfg, model, Models(policy, trainer, policy, trainer))
     agent = local_backend(cfg.model, model, cfg.seed, cfg.ppo)
     designer = agent
     if cfg.separate_designer:
         designer = local_backend(cfg.model, model, cfg.seed + 1, cfg.ppo)
-    return Models(agent, agent, designer, designer)
+    return _with_vllm(cfg, model, Models(agent, agent, designer, designer))
+
+
+def _with_vllm(cfg: TrainConfig, model: str, models: Models) -> Models:
+    """With `--vllm-urls`: sampling moves to the servers and the trainer pushes its weights into
+    them after every update (`spade.backends.weight_sync`)."""
+    if not cfg.model.vllm_urls:
+        return models
+    from spade.backends.vllm import VLLMConfig, VLLMPolicy
+    from spade.backends.weight_sync import SyncedTrainer, VLLMWeightSync
+
+    config = VLLMConfig(
+        tuple(cfg.model.vllm_urls),
+        model=cfg.model.vllm_model or cfg.model.model,
+        tokenizer=model,
+        api_key_env=cfg.model.openai_api_key_env,
+    )
+    trainer: Any = models.agent_trainer
+    local: Any = getattr(trainer, "policy", None) or trainer  # FSDPTrainer's rank-0 copy
+    policy = VLLMPolicy(config, tokenizer=getattr(local, "tokenizer", None))
+    synced = SyncedTrainer(trainer, VLLMWeightSync(policy, cfg.run_dir / "weights"))
+    return Models(policy, synced, policy, synced)
 
 
 def serve_fsdp_rank(cfg: TrainConfig) -> None:

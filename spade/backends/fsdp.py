@@ -207,6 +207,13 @@ class FSDPTrainer:
         _broadcast(("load", str(directory)))
         _run(self.backend, "load", str(directory), self.policy)
 
+    def export(self, directory: str | Path) -> Path:
+        """The full weights as a Hugging Face folder, from rank 0's synced sampling copy (for
+        `spade.backends.weight_sync`)."""
+        if self.policy is None:
+            raise ValueError("FSDPTrainer exports through its rank-0 policy copy; it has none")
+        return self.policy.export(directory)
+
     def close(self) -> None:
         """Release the ranks in `serve` (they return)."""
         _broadcast(("stop", None))

@@ -253,18 +253,25 @@ def post_json(url: str, body: dict[str, Any], config: Any, jitter: random.Random
 
     `config` supplies `api_key_env`, `timeout_s`, `max_retries`, `backoff_s` and
     `max_backoff_s` (OpenAICompatConfig, VLLMConfig); `jitter` only spreads retries out."""
-    data = json.dumps(body).encode()
+    return request_json("POST", url, body, config, jitter)
+
+
+def request_json(
+    method: str, url: str, body: dict[str, Any] | None, config: Any, jitter: random.Random
+) -> dict[str, Any]:
+    """One JSON request (`GET` without a body), with `post_json`'s retries and errors."""
+    data = None if body is None else json.dumps(body).encode()
     delay = config.backoff_s
     for attempt in range(config.max_retries + 1):
         retry_after: float | None = None
         try:
             request = urllib.request.Request(
-                url, data=data, headers=_headers(config.api_key_env), method="POST"
+                url, data=data, headers=_headers(config.api_key_env), method=method
             )
             with urllib.request.urlopen(request, timeout=config.timeout_s) as response:
                 raw = response.read().decode()
             try:
-                reply = json.loads(raw)
+                reply = json.loads(raw) if raw.strip() else {}
             except ValueError:
                 raise OpenAICompatError(f"{url}: reply is not JSON: {raw[:300]!r}") from None
             if not isinstance(reply, dict):

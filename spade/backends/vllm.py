@@ -20,8 +20,8 @@ delta, never re-tokenizing history, so a multi-turn episode trains on what was s
   `top_p < 1` or `top_k > 0` is refused (the PPO ratio would compare different things).
 - Several servers (data parallel): a conversation stays on the server that sampled its first
   turn (`extend` remembers it), so its later turns find their prefix in that server's cache.
-- `weight_version` is recorded on each Completion (a counter the trainer's weight sync sets;
-  not built yet: issue #13 item 2).
+- `weight_version` is recorded on each Completion: the counter `spade.backends.weight_sync`
+  sets after pushing new weights into the servers (and checks before each sampling call).
 - Errors: connection errors, timeouts, 408/409/425/429 and 5xx are retried with backoff (as
   `OpenAICompatPolicy`); a reply that breaks the protocol (no token ids, misaligned logprobs,
   a prompt the server re-tokenized) is an `OpenAICompatError` naming the server.
@@ -36,14 +36,19 @@ import collections
 import json
 import random
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from spade.backends import chat
 from spade.backends.base import Completion, Message, Prompt, SamplingParams
-from spade.backends.openai_compat import OpenAICompatError, _finish_reason, post_json
+from spade.backends.openai_compat import (
+    OpenAICompatError,
+    _finish_reason,
+    post_json,
+    request_json,
+)
 
 HOMES_KEPT = 100_000
 """Conversations whose server VLLMPolicy remembers for their next turn."""
@@ -94,6 +99,9 @@ class VLLMPolicy:
         self._rng = random.Random(0)  # batch seeds when SamplingParams.seed is None
         self._homes: collections.OrderedDict[tuple[int, ...], str] = collections.OrderedDict()
         """Server of each sampled (prompt + reply), then of the extended prompt."""
+        self.version_check: Callable[[list[str]], None] | None = None
+        """Set by a weight sync: called with the servers whose `/weight_info` is not
+        `weight_version` (restarted ones) before any sampling, to load the latest weights."""
 
     def __repr__(self) -> str:
         return f"VLLMPolicy(base_urls={self.config.base_urls!r}, model={self.config.model!r})"
@@ -123,6 +131,12 @@ class VLLMPolicy:
             )
         from spade.backends.sampling import row_seeds
 
+        if self.version_check is not None and self.weight_version > 0:
+            stale = [
+                u for u in self.config.base_urls if self.server_version(u) != self.weight_version
+            ]
+            if stale:
+                self.version_check(stale)
         prompt_list = [Prompt.of(p) for p in prompts]
         ids = [
             list(p.token_ids)
@@ -156,6 +170,16 @@ class VLLMPolicy:
         if home is not None and extended.token_ids is not None:
             self._remember(tuple(extended.token_ids), home)
         return extended
+
+    def server_version(self, base_url: str) -> int | None:
+        """The weight version a server reports (`GET /weight_info`), None if it has none."""
+        root = base_url.rstrip("/").removesuffix("/v1")
+        reply = request_json("GET", root + "/weight_info", None, self.config, self._jitter)
+        value = reply.get("weight_version")
+        try:
+            return None if value is None else int(value)
+        except (TypeError, ValueError):
+            return None
 
     # ------------------------------------------------------------------ request / response
     def _body(self, ids: list[int], params: SamplingParams, seed: int) -> dict[str, Any]:

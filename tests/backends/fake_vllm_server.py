@@ -10,7 +10,13 @@ logprob -0.1 x (position + 1), then the first stop token id; `prompt_token_ids` 
 prompt. `--reply` breaks them on purpose: `no-ids` (no `token_ids`), `misaligned` (one logprob
 fewer), `retokenized` (a prompt_token_ids that differs from the prompt).
 
-GET /requests returns every request body received, in order.
+Dev-mode endpoints (as `VLLM_SERVER_DEV_MODE=1` serves them; `--no-dev` answers 404):
+`POST /pause?mode=wait`, `/resume` (a completion while paused is a 503, so a test sees one
+that slipped in), `/collective_rpc` (only `reload_weights` with an existing `weights_path`; the
+loaded path seeds later completions, so new weights sample other ids), `/update_weight_version
+{"new_version": "N"}`, `/reset_prefix_cache`, and `GET /weight_info`.
+
+GET /requests returns every request received, in order: its body plus `"_path"`.
 """
 
 from __future__ import annotations
@@ -21,11 +27,13 @@ import random
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 
 def make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
     lock = threading.Lock()
     received: list[dict] = []
+    state: dict = {"paused": False, "weights": None, "version": None}
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -45,17 +53,23 @@ def make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
             if self.path.rstrip("/").endswith("/requests"):
                 with lock:
                     return self._send(200, received)
+            if self.path == "/weight_info" and not args.no_dev:
+                return self._send(200, {"weight_version": state["version"]})
             self._send(404, {"error": {"message": "not found"}})
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             with lock:
-                received.append(body)
+                received.append({**body, "_path": self.path})
                 n = len(received)
+            if not self.path.startswith("/v1/"):
+                return self._dev(self.path, body)
             if not self.path.endswith("/v1/completions"):
                 return self._send(404, {"error": {"message": f"no route {self.path}"}})
             if n <= args.fail_first:
                 return self._send(503, {"error": {"message": "engine is starting"}})
+            if state["paused"]:
+                return self._send(503, {"error": {"message": "generation is paused"}})
             prompt = body.get("prompt")
             if not (
                 isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt)
@@ -65,7 +79,7 @@ def make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
                 return self._send(400, {"error": {"message": "expected logprobs=0 and ids"}})
             if not isinstance(body.get("seed"), int):
                 return self._send(400, {"error": {"message": "seed must be an integer"}})
-            rng = random.Random(body["seed"])
+            rng = random.Random(f"{body['seed']}/{state['weights']}")
             ids = [rng.randrange(20, 70) for _ in range(min(int(body["max_tokens"]), 6))]
             finish = "length"
             stops = body.get("stop_token_ids") or []
@@ -89,6 +103,35 @@ def make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
                 choice["prompt_token_ids"] = list(prompt)[:-1]
             self._send(200, {"id": f"cmpl-{n}", "object": "text_completion", "choices": [choice]})
 
+        def _dev(self, path: str, body: dict) -> None:
+            route = path.split("?")[0]
+            if args.no_dev:
+                return self._send(404, {"detail": "Not Found"})
+            if route == "/pause":
+                if "mode=wait" not in path:
+                    return self._send(400, {"error": "expected mode=wait"})
+                state["paused"] = True
+                return self._send(200, {"status": "paused"})
+            if route == "/resume":
+                state["paused"] = False
+                return self._send(200, {"status": "resumed"})
+            if route == "/reset_prefix_cache":
+                return self._send(200, {})
+            if route == "/update_weight_version":
+                if not isinstance(body.get("new_version"), str):
+                    return self._send(422, {"detail": "new_version must be a string"})
+                state["version"] = body["new_version"]
+                return self._send(200, {"success": True, "new_version": body["new_version"]})
+            if route == "/collective_rpc":
+                weights = (body.get("kwargs") or {}).get("weights_path")
+                if body.get("method") != "reload_weights" or not isinstance(weights, str):
+                    return self._send(400, {"detail": "only reload_weights is faked"})
+                if not (Path(weights) / "config.json").is_file():
+                    return self._send(500, {"detail": f"no model at {weights}"})
+                state["weights"] = weights
+                return self._send(200, {"results": [None]})
+            self._send(404, {"detail": "Not Found"})
+
     return Handler
 
 
@@ -97,6 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--fail-first", type=int, default=0)
     p.add_argument("--reply", choices=["no-ids", "misaligned", "retokenized"], default=None)
+    p.add_argument("--no-dev", action="store_true", help="no dev-mode endpoints")
     args = p.parse_args(argv)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args))
     server.daemon_threads = True
