@@ -148,6 +148,9 @@ def test_spade_design_uses_the_same_admission(tmp_path: Path, monkeypatch) -> No
     ]
     assert [p.name for p in out.glob("game_*.py")] == ["game_00000_000_magic_numbers.py"]
     assert rc == 1  # 1 of the 2 requested
+    # each line keeps its own attempt's verdict (the admitted one, then the two rejections)
+    assert [x["verdict"]["admitted"] for x in lines] == [True, False, False]
+    assert [f["check"] for f in lines[2]["verdict"]["failures"]] == ["near_duplicate"]
 
 
 def test_recipes_choose_their_retries() -> None:
