@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from spade.backends.base import SamplingParams
 from spade.config import ModelConfig
 from spade.evaluate import evaluate
+from spade.models import local_backend
 from spade.sandbox import Sandbox
 from spade.templates.mini import MINI_EVAL_FAMILIES, MINI_FAMILIES, render_mini
-from spade.train import local_backend
 from spade.types import Program
 from spade.warmdata import eval_programs
 

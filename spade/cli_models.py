@@ -63,7 +63,9 @@ def train_main(argv: list[str]) -> int:
             prog="spade train",
             description=_TRAIN_HELP,
         )
-    from spade.train import serve_fsdp_rank, split_suite_spec, train
+    from spade.models import serve_fsdp_rank
+    from spade.run_evals import split_suite_spec
+    from spade.train import train
 
     try:
         for spec in cfg.eval_suites:
@@ -316,7 +318,7 @@ def _programs(paths: list[Path]) -> list[Program] | str:
 def _policy_for(
     model: str, run_dir: Path | None, base_url: str | None, key_env: str, seed: int
 ) -> Any:
-    from spade.train import build_policy, local_backend, resolve_model
+    from spade.models import build_policy, local_backend, resolve_model
 
     if run_dir is not None:
         cfg = config_io.load(run_dir / "config.json")

@@ -18,146 +18,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from spade import bundled
+from spade import bundled, run_evals
 from spade import config as config_io
-from spade.backends.base import Policy, PPOConfig, SamplingParams
-from spade.config import ModelConfig, TrainConfig
-from spade.evaluate import EvalResult, evaluate
+from spade.config import TrainConfig
 from spade.loop import Models, run_iteration
+from spade.models import build_models, fsdp_model_path, resolve_model
 from spade.pool import Pool
 from spade.rewards import make_designer_reward
 from spade.rundir import LoopState, atomic_write_text, checkpoint, restore
-from spade.sandbox import SandboxAPI, make_sandbox
-from spade.types import GAME_SKILLS, TOOL_SKILLS, Program, Verdict
-
-
-def resolve_model(
-    model: ModelConfig, seed: int = 0, progress: bool = True, form: str = "compact"
-) -> str:
-    """The model folder to load: the embedded names (`smollm2`, `tiny-test`) become their cached
-    folders (fetched / built on first use), and the embedded default is warm-started for the
-    Designer `form` first (`spade bootstrap`, cached) unless `model.warm_start` is off; anything
-    else is passed on as given."""
-    if model.openai_base_url:
-        return model.model  # the served model's name
-    from spade.backends.local import model_path
-
-    if model.warm_start and model.model == "smollm2":
-        import gc
-
-        from spade.backends.local import release_free_memory
-        from spade.bootstrap import bootstrap
-
-        path = str(bootstrap(model.model, form=form, progress=progress))
-        # a warm start trained in this process leaves its model, optimizer and activations
-        # behind as free heap: hand them back before the run loads its own
-        gc.collect()
-        release_free_memory()
-        return path
-    return model_path(model.model, progress=progress)
-
-
-def local_config(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | None = None) -> Any:
-    from spade.backends.local import LocalConfig, LoraSettings
-
-    lora = LoraSettings(r=model.lora_rank) if model.lora_rank else None
-    return LocalConfig(
-        model=path,
-        device=model.device,
-        seed=seed,
-        ppo=ppo or PPOConfig(),
-        lora=lora,
-        threads=model.threads,
-        trainable_layers=None if lora else model.trainable_layers,
-    )
-
-
-def local_backend(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | None = None) -> Any:
-    from spade.backends.local import LocalBackend
-
-    return LocalBackend(local_config(model, path, seed, ppo))
-
-
-def build_policy(model: ModelConfig, seed: int = 0, progress: bool = True) -> Policy:
-    """A sampling-only policy: an OpenAI-compatible server, or a local model."""
-    if model.openai_base_url:
-        from spade.backends.openai_compat import OpenAICompatConfig, OpenAICompatPolicy
-
-        config = OpenAICompatConfig(
-            base_url=model.openai_base_url, model=model.model, api_key_env=model.openai_api_key_env
-        )
-        return OpenAICompatPolicy(config)
-    policy: Policy = local_backend(model, resolve_model(model, seed, progress), seed)
-    return policy
-
-
-def build_models(cfg: TrainConfig, model: str) -> Models:
-    if cfg.model.openai_base_url:
-        raise ValueError(
-            "a policy served over the OpenAI API cannot be trained (no weights to update); "
-            "use it with `spade design` or `spade eval`"
-        )
-    if cfg.model.vllm_urls and cfg.separate_designer:
-        raise ValueError("--separate-designer with --vllm-urls is not supported yet")
-    if cfg.model.trainer == "fsdp":
-        from spade.backends.fsdp import FSDPBackend, FSDPTrainer
-
-        if cfg.separate_designer:
-            raise ValueError("--separate-designer with --trainer fsdp is not supported yet")
-        policy = local_backend(cfg.model, model, cfg.seed, cfg.ppo)  # rank 0 samples with it
-        trainer = FSDPTrainer(
-            FSDPBackend(local_config(cfg.model, model, cfg.seed, cfg.ppo)), policy
-        )
-        return _with_vllm(cfg, model, Models(policy, trainer, policy, trainer))
-    agent = local_backend(cfg.model, model, cfg.seed, cfg.ppo)
-    designer = agent
-    if cfg.separate_designer:
-        designer = local_backend(cfg.model, model, cfg.seed + 1, cfg.ppo)
-    return _with_vllm(cfg, model, Models(agent, agent, designer, designer))
-
-
-def _with_vllm(cfg: TrainConfig, model: str, models: Models) -> Models:
-    """With `--vllm-urls`: sampling moves to the servers and the trainer pushes its weights into
-    them after every update (`spade.backends.weight_sync`)."""
-    if not cfg.model.vllm_urls:
-        return models
-    from spade.backends.vllm import VLLMConfig, VLLMPolicy
-    from spade.backends.weight_sync import SyncedTrainer, VLLMWeightSync
-
-    config = VLLMConfig(
-        tuple(cfg.model.vllm_urls),
-        model=cfg.model.vllm_model or cfg.model.model,
-        tokenizer=model,
-        api_key_env=cfg.model.openai_api_key_env,
-    )
-    trainer: Any = models.agent_trainer
-    local: Any = getattr(trainer, "policy", None) or trainer  # FSDPTrainer's rank-0 copy
-    policy = VLLMPolicy(config, tokenizer=getattr(local, "tokenizer", None))
-    synced = SyncedTrainer(trainer, VLLMWeightSync(policy, cfg.run_dir / "weights"))
-    return Models(policy, synced, policy, synced)
-
-
-def serve_fsdp_rank(cfg: TrainConfig) -> None:
-    """A torchrun rank other than 0 under `--trainer fsdp`: hold a shard and follow rank 0's
-    updates, saves and loads until its run ends (the model path comes from rank 0, which
-    fetches and warm-starts it first)."""
-    from spade.backends.fsdp import FSDPBackend, serve
-
-    path = fsdp_model_path(cfg)
-    serve(FSDPBackend(local_config(cfg.model, path, cfg.seed, cfg.ppo)))
-
-
-def fsdp_model_path(cfg: TrainConfig, progress: bool = True) -> str:
-    """The model folder every rank loads: resolved (fetched, warm-started) on rank 0 alone, then
-    broadcast, so the ranks neither race on the cache nor repeat the warm start."""
-    import torch.distributed as dist
-
-    message: list[Any] = [None]
-    if dist.get_rank() == 0:
-        message[0] = resolve_model(cfg.model, cfg.seed, progress, cfg.design.form)
-    dist.broadcast_object_list(message, src=0)
-    return str(message[0])
-
+from spade.sandbox import make_sandbox
+from spade.types import Program, Verdict
 
 MINI_SEED_RENDER_SEED = 4321
 """Render seed of `mini_seed_programs`: neither the warm start's (0) nor the evaluation set's."""
@@ -203,22 +73,6 @@ def seed_pool(pool: Pool, cfg: TrainConfig) -> int:
     return added
 
 
-def heldout_for(cfg: TrainConfig) -> list[Program]:
-    """Held-out environments of the setting (`cfg.eval_set`): the bundled games, tool tasks or
-    both, or the compact renders of the held-out template families."""
-    if cfg.eval_set == "families":
-        from spade.warmdata import eval_programs
-
-        return eval_programs()
-    games = any(s in GAME_SKILLS for s in cfg.design.skills)
-    tools = any(s in TOOL_SKILLS for s in cfg.design.skills)
-    return [
-        p
-        for p in bundled.heldout_programs()
-        if (games and p.skill in GAME_SKILLS) or (tools and p.skill in TOOL_SKILLS)
-    ]
-
-
 def train(
     cfg: TrainConfig,
     *,
@@ -238,7 +92,7 @@ def train(
             f"{run_dir} already holds a run: pass --resume {run_dir}, or choose another --run-dir"
         )
     for spec in cfg.eval_suites:
-        split_suite_spec(spec)
+        run_evals.split_suite_spec(spec)
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
         config_io.save(cfg, run_dir / "config.json")
@@ -265,9 +119,9 @@ def train(
             evals = _read_json(run_dir / "eval.json")
             if cfg.heldout_eval and "before" not in evals:
                 show("evaluating on the held-out environments (before training)")
-                evals["before"] = run_async(_heldout(models, sandbox, cfg)).to_json()
+                evals["before"] = run_async(run_evals.heldout(models, sandbox, cfg)).to_json()
                 _write_json(run_dir / "eval.json", evals)
-            _suites_phase(evals, "before", models, cfg, run_async, show)
+            run_evals.suites_phase(evals, "before", models, cfg, run_async, show)
             with _Progress(cfg.iterations, state.iteration, progress_bars) as bar:
                 for it in range(state.iteration + 1, cfg.iterations + 1):
                     metrics = run_iteration(
@@ -289,9 +143,9 @@ def train(
                     bar.done(metrics)
             if cfg.heldout_eval and "after" not in evals:
                 show("evaluating on the held-out environments (after training)")
-                evals["after"] = run_async(_heldout(models, sandbox, cfg)).to_json()
+                evals["after"] = run_async(run_evals.heldout(models, sandbox, cfg)).to_json()
                 _write_json(run_dir / "eval.json", evals)
-            _suites_phase(evals, "after", models, cfg, run_async, show)
+            run_evals.suites_phase(evals, "after", models, cfg, run_async, show)
         finally:
             run_async(sandbox.aclose())
             event_loop.close()
@@ -334,85 +188,6 @@ def describe_models(models: Models) -> dict[str, Any]:
     if hasattr(agent, "num_parameters"):
         out["parameters"] = int(agent.num_parameters)
     return out
-
-
-async def _heldout(models: Models, sandbox: SandboxAPI, cfg: TrainConfig) -> EvalResult:
-    params = SamplingParams(
-        max_tokens=cfg.play.max_tokens, temperature=cfg.play.temperature, seed=cfg.seed + 7
-    )
-    return await evaluate(
-        models.agent,
-        sandbox,
-        heldout_for(cfg),
-        seeds=range(cfg.eval_seeds),
-        params=params,
-        max_turns=cfg.play.max_turns,
-        max_context_tokens=cfg.model.max_context_tokens,
-        kwargs=None if cfg.eval_difficulty is None else {"difficulty": cfg.eval_difficulty},
-    )
-
-
-def _suites_phase(
-    evals: dict[str, Any],
-    phase: str,
-    models: Models,
-    cfg: TrainConfig,
-    run_async: Callable[[Any], Any],
-    show: Callable[[str], None],
-) -> None:
-    """Evaluate the Agent on each of `cfg.eval_suites` not yet in `evals["suites"][phase]`,
-    writing eval.json after each (a resumed run redoes only what is missing)."""
-    if not (cfg.heldout_eval and cfg.eval_suites):
-        return
-    done = evals.setdefault("suites", {}).setdefault(phase, {})
-    for spec in cfg.eval_suites:
-        if spec not in done:
-            show(f"evaluating on {spec} ({phase} training)")
-            done[spec] = run_async(_suite(models, cfg, spec))
-            if "skipped" in done[spec]:
-                show(f"  skipped: {done[spec]['skipped']}")
-            _write_json(cfg.run_dir / "eval.json", evals)
-
-
-async def _suite(models: Models, cfg: TrainConfig, spec: str) -> dict[str, Any]:
-    """One suite (`NAME[:SUBSET,...][@LEVEL]`) in its own sandbox, with the suite's turn and
-    reply budget (as `spade eval --suite`); {"skipped": why} when it cannot be built."""
-    from spade.suites import suite_budget, suite_programs, suite_sandbox_config
-
-    name, level = split_suite_spec(spec)
-    try:
-        programs = suite_programs(name, limit=cfg.eval_suite_limit, level=level, seed=0)
-    except ValueError as exc:
-        return {"skipped": str(exc)}
-    turns, tokens = suite_budget(name)
-    params = SamplingParams(max_tokens=tokens, temperature=cfg.play.temperature, seed=cfg.seed + 7)
-    sandbox = make_sandbox(cfg.sandbox_backend, suite_sandbox_config(name, cfg.sandbox))
-    await sandbox.start()
-    try:
-        result = await evaluate(
-            models.agent,
-            sandbox,
-            programs,
-            seeds=range(cfg.eval_seeds),
-            params=params,
-            max_turns=turns,
-            max_context_tokens=cfg.model.max_context_tokens,
-        )
-    finally:
-        await sandbox.aclose()
-    return result.to_json()
-
-
-def split_suite_spec(spec: str) -> tuple[str, int | None]:
-    """`NAME[:SUBSET,...][@LEVEL]` -> (`NAME[:SUBSET,...]`, level); raises ValueError on an
-    unknown suite or a level that is not an integer (checked before a run starts)."""
-    from spade.suites import parse_suite
-
-    name, at, level = spec.partition("@")
-    parse_suite(name)
-    if at and not level.strip().lstrip("-").isdigit():
-        raise ValueError(f"suite {spec!r}: the level after '@' must be an integer")
-    return name, int(level) if at else None
 
 
 def _read_json(path: Path) -> dict[str, Any]:

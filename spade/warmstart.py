@@ -102,7 +102,7 @@ def measure_model(
     `keep_replies` adds the Designer replies and verdicts to the report (for inspection);
     `agent=False` measures the Designer only; `families`, `mini` and `count` are the warm start's
     (`warm_start_examples`; None: its defaults), to spot copies of its training programs."""
-    from spade.train import local_backend
+    from spade.models import local_backend
 
     started = time.monotonic()
     policy = local_backend(ModelConfig(model=path), path, seed)

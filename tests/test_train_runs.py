@@ -12,7 +12,7 @@ import pytest
 import test_loop_values as values  # tests/ is on sys.path
 from scripted import ScriptedPolicy, decode
 
-from spade import train as train_mod
+from spade import run_evals
 from spade.backends.base import Prompt
 from spade.config import DesignConfig, PlayConfig
 from spade.loop import Models
@@ -36,7 +36,7 @@ def _magic_run(run_dir: Path, models: Models, **overrides: object) -> dict:
 def test_heldout_evaluation_before_and_after_is_written_once(tmp_path: Path, monkeypatch) -> None:
     # the held-out set is MAGIC alone, on eval seeds 0 and 1: the scripted Agent wins seed 0
     # (even) and loses seed 1, so each evaluation is 1 win in 2 episodes
-    monkeypatch.setattr(train_mod, "heldout_for", lambda cfg: [MAGIC])
+    monkeypatch.setattr(run_evals, "heldout_for", lambda cfg: [MAGIC])
     models, _ = loopkit.scripted_models()
     summary = _magic_run(
         tmp_path / "run", models, iterations=1, no_design=True, heldout_eval=True, eval_seeds=2
@@ -52,7 +52,7 @@ def test_heldout_evaluation_before_and_after_is_written_once(tmp_path: Path, mon
         assert evals[phase]["errors"] == 0
     # a resumed, finished run does not evaluate again
     calls = []
-    monkeypatch.setattr(train_mod, "heldout_for", lambda cfg: calls.append(1) or [MAGIC])
+    monkeypatch.setattr(run_evals, "heldout_for", lambda cfg: calls.append(1) or [MAGIC])
     train(
         loopkit.small_config(tmp_path / "run"),
         resume=True,
@@ -70,7 +70,7 @@ def test_the_heldout_set_follows_the_setting() -> None:
 
     def skills(*names: str) -> set[str]:
         cfg = TrainConfig(design=DesignConfig(skills=names), eval_set="bundled")
-        return {p.skill for p in train_mod.heldout_for(cfg)}
+        return {p.skill for p in run_evals.heldout_for(cfg)}
 
     everything = {p.skill for p in bundled.heldout_programs()}
     assert skills(GAME_SKILLS[0]) == everything & set(GAME_SKILLS) != set()
@@ -79,7 +79,7 @@ def test_the_heldout_set_follows_the_setting() -> None:
     assert skills("Magic Numbers") == set()
     from spade.warmdata import eval_programs
 
-    families = train_mod.heldout_for(TrainConfig())  # the default: held-out template families
+    families = run_evals.heldout_for(TrainConfig())  # the default: held-out template families
     assert [p.code for p in families] == [p.code for p in eval_programs()]
     assert {p.skill for p in families} == set(GAME_SKILLS)
 
@@ -268,7 +268,7 @@ def test_suites_are_evaluated_before_and_after_and_resumed_per_suite(
     models = Models(agent, trainer, scripted.designer, scripted.designer_trainer)
     specs = ("humaneval", "nosuchsuite")
     overrides = dict(no_design=True, heldout_eval=True, eval_suites=specs, eval_suite_limit=2)
-    monkeypatch.setattr(train_mod, "heldout_for", lambda cfg: [MAGIC])
+    monkeypatch.setattr(run_evals, "heldout_for", lambda cfg: [MAGIC])
     summary = _magic_run(tmp_path / "run", models, iterations=1, **overrides)
     evals = json.loads((tmp_path / "run" / "eval.json").read_text())
     assert summary["eval"] == evals and set(evals["suites"]) == {"before", "after"}
@@ -281,9 +281,9 @@ def test_suites_are_evaluated_before_and_after_and_resumed_per_suite(
     del evals["suites"]["after"]
     (tmp_path / "run" / "eval.json").write_text(json.dumps(evals))
     asked: list[str] = []
-    real = train_mod._suite
+    real = run_evals._suite
     monkeypatch.setattr(
-        train_mod, "_suite", lambda m, c, spec: asked.append(spec) or real(m, c, spec)
+        run_evals, "_suite", lambda m, c, spec: asked.append(spec) or real(m, c, spec)
     )
     train(
         loopkit.small_config(tmp_path / "run"),
@@ -317,6 +317,6 @@ def test_every_recipe_names_suites_that_exist() -> None:
     for recipe in RECIPES.values():
         assert recipe.eval_suites
         for spec in recipe.eval_suites:
-            name, level = train_mod.split_suite_spec(spec)
+            name, level = run_evals.split_suite_spec(spec)
             if name.startswith("reasoning-gym"):  # the default's: built as the run builds it
                 assert suite_programs(name, limit=2, level=level)

@@ -48,7 +48,7 @@ def test_the_local_backend_is_described_by_path_size_and_precision(
 
 def test_the_recipe_trainable_layers_reach_the_trained_backend() -> None:
     from spade.config import PAPER_GAMES, TINY_CPU, ModelConfig
-    from spade.train import local_backend
+    from spade.models import local_backend
 
     assert TINY_CPU.model.trainable_layers == 10 and PAPER_GAMES.model.trainable_layers is None
     top = local_backend(ModelConfig(model="tiny-test", trainable_layers=1), "tiny-test", 0)
