@@ -269,9 +269,17 @@ class PPOConfig:
     """Token budget (padded length x sequences) of one forward/backward micro-batch."""
     num_minibatches: int = 1
     """Optimizer steps per `update` call; the batch is split into this many contiguous chunks."""
+    tis_cap: float | None = None
+    """Truncated importance sampling against a sampler/trainer mismatch (the reference's
+    `--use-tis`): before updating, the trainer re-scores every sample at its current weights;
+    the PPO ratio is taken against those logprobs and each token's loss is weighted by
+    min(exp(trainer - sampler logprob), tis_cap). For samplers other than the trained model
+    itself (vLLM); None (the default) trusts the sampler's logprobs as the local backend's are."""
 
     def __post_init__(self) -> None:
         if self.clip_low < 0 or self.clip_high < 0:
             raise ValueError("clip ranges must be >= 0")
         if self.micro_batch_tokens < 1 or self.num_minibatches < 1:
             raise ValueError("micro_batch_tokens and num_minibatches must be >= 1")
+        if self.tis_cap is not None and self.tis_cap <= 0:
+            raise ValueError(f"tis_cap must be > 0 (or None), got {self.tis_cap}")

@@ -30,6 +30,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections.abc import Sequence
@@ -346,6 +347,12 @@ class LocalBackend:
         total_tokens = 0
         params = [p for p in self.model.parameters() if p.requires_grad]
         self.model.eval()
+        behaviour = list(samples)
+        if ppo.tis_cap is not None:  # the ratio against the trainer's own logprobs (see PPOConfig)
+            samples = [
+                dataclasses.replace(s, logprobs=tuple(x * m for x, m in zip(lp, s.loss_mask)))
+                for s, lp in zip(samples, self.score(samples))
+            ]
         for lo, hi in itertools.pairwise(bounds):
             minibatch = samples[lo:hi]
             n_tok = sum(s.num_trained_tokens for s in minibatch)
@@ -360,6 +367,19 @@ class LocalBackend:
                 logp, entropy = self._logprobs(self.model, batch, batch["mask"].bool(), True)
                 assert entropy is not None
                 ref_logp = self._reference_logprobs(batch) if ppo.kl_coef > 0 else None
+                is_weight = None
+                if ppo.tis_cap is not None:
+                    sampler = self._collate([behaviour[lo + i] for i in idx])["old_logp"]
+                    gap = batch["old_logp"] - sampler  # trainer minus sampler, per token
+                    is_weight = torch.exp(gap).clamp(max=ppo.tis_cap)
+                    mask = batch["mask"]
+                    sums["tis_weight"] = sums.get("tis_weight", 0.0) + float(
+                        (is_weight * mask).sum()
+                    )
+                    capped = (torch.exp(gap) > ppo.tis_cap).float()
+                    sums["tis_capped"] = sums.get("tis_capped", 0.0) + float((capped * mask).sum())
+                    k3 = torch.exp(-gap) + gap - 1.0  # KL(sampler || trainer), k3 estimate
+                    sums["mismatch_kl"] = sums.get("mismatch_kl", 0.0) + float((k3 * mask).sum())
                 parts = ppo_loss(
                     logp,
                     batch["old_logp"],
@@ -370,6 +390,7 @@ class LocalBackend:
                     ppo.clip_high,
                     ref_logp,
                     ppo.kl_coef,
+                    is_weight,
                 )
                 (parts.loss * self._loss_scale).backward()
                 parts.sums["entropy"] = float((entropy * batch["mask"]).sum())

@@ -57,13 +57,18 @@ def ppo_loss(
     clip_high: float,
     ref_logp_BT: torch.Tensor | None = None,
     kl_coef: float = 0.0,
+    is_weight_BT: torch.Tensor | None = None,
 ) -> LossParts:
+    """The loss above; `is_weight_BT` (truncated importance weights, no gradient) multiplies
+    each token's policy-gradient term."""
     mask = mask_BT.float()
     log_ratio = logp_BT - old_logp_BT
     ratio = torch.exp(log_ratio)
     adv = advantage_B[:, None].expand_as(ratio)
     clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
     pg = -torch.minimum(ratio * adv, clipped * adv)
+    if is_weight_BT is not None:
+        pg = pg * is_weight_BT.detach()
     per_token = pg
     sums: dict[str, float] = {}
     if ref_logp_BT is not None and kl_coef > 0:

@@ -265,3 +265,31 @@ def test_logprobs_at_selected_positions_match_the_full_projection(make_local):
     assert any(
         p.grad is not None and bool(p.grad.abs().sum() > 0) for p in backend.model.parameters()
     )
+
+
+def test_truncated_importance_sampling_weights_each_token_by_the_capped_mismatch(make_local):
+    # Sampler logprobs log(3) below the trainer's on every token (a sampler that disagrees):
+    # with tis_cap=2 the PPO ratio is taken against the trainer's logprobs (ratio 1 at the
+    # start: nothing clipped) and every token's term is weighted min(3, 2) = 2. So the update
+    # equals a plain update on the trainer's own logprobs with every advantage doubled.
+    tis = make_local(tis_cap=2.0, weight_decay=0.0, max_grad_norm=0.0)
+    plain = make_local(weight_decay=0.0, max_grad_norm=0.0)
+    base = [_sample(3, 1.0), _sample(2, -0.5, offset=50)]
+    exact = [_with_ratios(tis, s, [1.0] * 3) for s in base]  # the trainer's logprobs
+    drifted = [_with_ratios(tis, s, [3.0] * 3) for s in base]  # sampler: log(3) lower
+    doubled = [
+        Sample(s.token_ids, s.loss_mask, s.logprobs, 2 * s.advantage, "agent") for s in exact
+    ]
+    metrics = tis.update(drifted)
+    reference = plain.update(doubled)
+    for p, q in zip(tis.model.parameters(), plain.model.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+    assert metrics["tis_weight"] == pytest.approx(2.0)
+    assert metrics["tis_capped"] == pytest.approx(1.0)
+    # KL(sampler || trainer), k3 with gap log(3): 1/3 + log(3) - 1
+    assert metrics["mismatch_kl"] == pytest.approx(1 / 3 + math.log(3) - 1, abs=1e-5)
+    assert metrics["pg_loss"] == pytest.approx(reference["pg_loss"], abs=1e-6)
+    assert metrics["ratio"] == pytest.approx(1.0, abs=1e-6)
+    # without TIS the same drifted samples are a ratio of 3, clipped: a different update
+    off = make_local(weight_decay=0.0, max_grad_norm=0.0)
+    assert off.update(drifted)["clip_frac"] > 0
