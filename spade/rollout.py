@@ -1,9 +1,13 @@
 """Agent rollouts: a Policy plays sandboxed environments, many episodes in flight at once.
 
 Turn-synchronous batching: every episode still running contributes its next prompt to one
-`policy.sample` call per turn (what a batched engine wants), then all environments step
-concurrently in their sandbox workers. Conversations are extended token-in/token-out with
-`policy.extend`, so the tokens trained on are exactly the tokens sampled.
+`policy.sample` call per turn (what a batched engine wants, the local backend), then all
+environments step concurrently in their sandbox workers. A Policy that serves concurrent
+requests (`concurrent = True`: VLLMPolicy, OpenAICompatPolicy) is instead asked one episode at a
+time, from threads, and each episode steps as soon as its own reply arrives: no turn waits for
+the batch's slowest reply (the server batches the requests in flight itself). Conversations are
+extended token-in/token-out with `policy.extend`, so the tokens trained on are exactly the tokens
+sampled.
 
 An episode ends when the environment terminates or truncates it, at `max_turns` (the runtime's
 cap), when the next prompt would not fit `max_context_tokens`, or when the environment fails
@@ -16,6 +20,7 @@ import asyncio
 import dataclasses
 import enum
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from spade.backends.base import Completion, Policy, Prompt, SamplingParams
@@ -160,6 +165,9 @@ async def play(
     lives = list(await asyncio.gather(*(_start(sandbox, r, max_turns) for r in requests)))
     room = None if max_context_tokens is None else max_context_tokens - params.max_tokens
     try:
+        if getattr(policy, "concurrent", False):
+            await _play_concurrently(policy, lives, params, max_turns, room)
+            return [_finish(live) for live in lives]
         for turn in range(max_turns):
             running = [live for live in lives if live.ended_by is None]
             if not running:
@@ -177,3 +185,37 @@ async def play(
     finally:
         await asyncio.gather(*(live.session.close() for live in lives if live.session))
     return [_finish(live) for live in lives]
+
+
+CONCURRENT_REQUESTS = 256
+"""Most episodes waiting on a concurrent Policy at once (threads of one `play`)."""
+
+
+async def _play_concurrently(
+    policy: Policy, lives: list[_Live], params: SamplingParams, max_turns: int, room: int | None
+) -> None:
+    """Each episode samples its own next reply and steps on it, independently of the others.
+
+    Seeds: episode `i`'s reply at turn `t` samples with a seed derived from (params.seed, t, i),
+    so a rerun samples the same replies whatever order the server answers in."""
+    loop = asyncio.get_running_loop()
+    with ThreadPoolExecutor(max_workers=max(1, min(CONCURRENT_REQUESTS, len(lives)))) as pool:
+
+        async def run(index: int, live: _Live) -> None:
+            for turn in range(max_turns):
+                if live.ended_by is not None:
+                    return
+                seed = None
+                if params.seed is not None:
+                    seed = (params.seed * 1_000_003 + turn) * 1_000_033 + index
+                turn_params = dataclasses.replace(
+                    params, seed=None if seed is None else seed % 2**62
+                )
+                prompt: Prompt | None = live.prompt
+                assert prompt is not None
+                (completion,) = await loop.run_in_executor(
+                    pool, policy.sample, [prompt], turn_params
+                )
+                await _step(live, completion, policy, max_turns, room)
+
+        await asyncio.gather(*(run(i, live) for i, live in enumerate(lives)))

@@ -84,6 +84,9 @@ class OpenAICompatConfig:
 class OpenAICompatPolicy:
     """Policy over HTTP. `extend` appends messages (the server re-renders the template)."""
 
+    concurrent = True
+    """Rollouts ask it one episode at a time from threads (`spade.rollout`)."""
+
     def __init__(self, config: OpenAICompatConfig) -> None:
         self.config = config
         self._url = config.base_url.rstrip("/") + "/chat/completions"

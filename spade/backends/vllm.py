@@ -35,6 +35,8 @@ from __future__ import annotations
 import collections
 import json
 import random
+import threading
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -72,6 +74,9 @@ class VLLMConfig:
     max_backoff_s: float = 30.0
     logprobs_at_temperature: bool = True
     """The servers run `--logprobs-mode processed_logprobs` (logprobs after temperature)."""
+    version_check_s: float = 2.0
+    """After a weight push, the servers' versions are checked before sampling at most this often
+    (a restarted server is re-synced at the next check); 0 checks before every call."""
 
     def __post_init__(self) -> None:
         if not self.base_urls:
@@ -82,6 +87,9 @@ class VLLMConfig:
 
 class VLLMPolicy:
     """Policy over one or more vLLM servers, sampling token ids."""
+
+    concurrent = True
+    """Rollouts ask it one episode at a time from threads (`spade.rollout`); the servers batch."""
 
     def __init__(self, config: VLLMConfig, tokenizer: Any = None) -> None:
         if tokenizer is None:
@@ -99,6 +107,8 @@ class VLLMPolicy:
         self._rng = random.Random(0)  # batch seeds when SamplingParams.seed is None
         self._homes: collections.OrderedDict[tuple[int, ...], str] = collections.OrderedDict()
         """Server of each sampled (prompt + reply), then of the extended prompt."""
+        self._check_lock = threading.Lock()
+        self._checked: tuple[int, float] = (-1, 0.0)
         self.version_check: Callable[[list[str]], None] | None = None
         """Set by a weight sync: called with the servers whose `/weight_info` is not
         `weight_version` (restarted ones) before any sampling, to load the latest weights."""
@@ -131,12 +141,7 @@ class VLLMPolicy:
             )
         from spade.backends.sampling import row_seeds
 
-        if self.version_check is not None and self.weight_version > 0:
-            stale = [
-                u for u in self.config.base_urls if self.server_version(u) != self.weight_version
-            ]
-            if stale:
-                self.version_check(stale)
+        self._check_versions()
         prompt_list = [Prompt.of(p) for p in prompts]
         ids = [
             list(p.token_ids)
@@ -170,6 +175,24 @@ class VLLMPolicy:
         if home is not None and extended.token_ids is not None:
             self._remember(tuple(extended.token_ids), home)
         return extended
+
+    def _check_versions(self) -> None:
+        """Before sampling: re-sync the servers that report another weight version (restarted
+        ones), at most once per `version_check_s` at the same version: a concurrent rollout calls
+        `sample` once per episode and turn."""
+        if self.version_check is None or self.weight_version == 0:
+            return
+        with self._check_lock:
+            now = time.monotonic()
+            version, at = self._checked
+            if version == self.weight_version and now - at < self.config.version_check_s:
+                return
+            stale = [
+                u for u in self.config.base_urls if self.server_version(u) != self.weight_version
+            ]
+            if stale:
+                self.version_check(stale)
+            self._checked = (self.weight_version, now)
 
     def server_version(self, base_url: str) -> int | None:
         """The weight version a server reports (`GET /weight_info`), None if it has none."""

@@ -16,7 +16,11 @@ that slipped in), `/collective_rpc` (only `reload_weights` with an existing `wei
 loaded path seeds later completions, so new weights sample other ids), `/update_weight_version
 {"new_version": "N"}`, `/reset_prefix_cache`, and `GET /weight_info`.
 
-GET /requests returns every request received, in order: its body plus `"_path"`.
+`--slow-above N --slow-s S`: a completion whose prompt has more than N ids is answered after S
+seconds (one slow conversation among fast ones).
+
+GET /requests returns every request received, in order: its body plus `"_path"` and `"_t"`
+(arrival, `time.monotonic()`; the test runs on the same machine).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import json
 import random
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -60,7 +65,7 @@ def make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             with lock:
-                received.append({**body, "_path": self.path})
+                received.append({**body, "_path": self.path, "_t": time.monotonic()})
                 n = len(received)
             if not self.path.startswith("/v1/"):
                 return self._dev(self.path, body)
@@ -79,6 +84,8 @@ def make_handler(args: argparse.Namespace) -> type[BaseHTTPRequestHandler]:
                 return self._send(400, {"error": {"message": "expected logprobs=0 and ids"}})
             if not isinstance(body.get("seed"), int):
                 return self._send(400, {"error": {"message": "seed must be an integer"}})
+            if args.slow_above is not None and len(prompt) > args.slow_above:
+                time.sleep(args.slow_s)
             rng = random.Random(f"{body['seed']}/{state['weights']}")
             ids = [rng.randrange(20, 70) for _ in range(min(int(body["max_tokens"]), 6))]
             finish = "length"
@@ -141,6 +148,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--fail-first", type=int, default=0)
     p.add_argument("--reply", choices=["no-ids", "misaligned", "retokenized"], default=None)
     p.add_argument("--no-dev", action="store_true", help="no dev-mode endpoints")
+    p.add_argument("--slow-above", type=int, default=None)
+    p.add_argument("--slow-s", type=float, default=1.0)
     args = p.parse_args(argv)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(args))
     server.daemon_threads = True

@@ -120,3 +120,48 @@ def test_errors_are_retried_and_a_restarted_server_is_found_again(fake_vllm, tin
     bad = fake_vllm.start()
     with pytest.raises(OpenAICompatError, match="HTTP 400"):  # what a real server refuses
         policy._post(bad, {"prompt": "text, not ids", "logprobs": 0, "return_token_ids": True})
+
+
+SHORT_ENV = """
+class ShortEnv:
+    def __init__(self, max_turns=3):
+        self.max_turns = max_turns
+    def reset(self, seed=None):
+        return "Go.", {}
+    def step(self, action):
+        return "Again.", 0.0, False, False, {}
+"""
+LONG_ENV = SHORT_ENV.replace("ShortEnv", "LongEnv").replace('"Go."', '"word " * 300')
+
+
+@pytest.mark.parametrize("concurrent", [True, False])
+def test_episodes_do_not_wait_in_lock_step_on_a_concurrent_policy(
+    fake_vllm, tiny_tokenizer, concurrent
+) -> None:
+    import asyncio
+
+    from spade.rollout import PlayRequest, play
+    from spade.sandbox import Sandbox, SandboxConfig
+    from spade.types import Program
+
+    url = fake_vllm.start("--slow-above", "200", "--slow-s", "1.5")  # the long episode is slow
+    policy = _policy(tiny_tokenizer, url)
+    policy.concurrent = concurrent  # False: the batched, turn-synchronous path
+    requests = [PlayRequest(Program.from_code(c), seed=0) for c in (SHORT_ENV, LONG_ENV)]
+
+    async def run():
+        async with Sandbox(SandboxConfig(warm_workers=2)) as sandbox:
+            return await play(
+                policy, sandbox, requests, params=SamplingParams(max_tokens=4, seed=3), max_turns=3
+            )
+
+    rollouts = asyncio.run(run())
+    assert [len(r.episode.turns) for r in rollouts] == [3, 3]
+    sent = [b for b in _requests(url) if b["_path"] == "/v1/completions"]
+    slow = [b["_t"] for b in sent if len(b["prompt"]) > 200]
+    fast = [b["_t"] for b in sent if len(b["prompt"]) <= 200]
+    assert len(slow) == len(fast) == 3
+    if concurrent:  # the short episode played all 3 turns while the long one's first reply waited
+        assert fast[2] < slow[0] + 1.5
+    else:  # each turn waited for the slow reply
+        assert fast[1] > slow[0] + 1.5

@@ -28,7 +28,9 @@ def _calls(url: str) -> list[dict]:
 def _setup(fake_vllm, make_local, tmp_path: Path, *second_server_args: str):
     urls = [fake_vllm.start(), fake_vllm.start(*second_server_args)]
     local = make_local()
-    config = VLLMConfig(tuple(urls), model="fake", tokenizer="t", backoff_s=0.01, max_retries=1)
+    config = VLLMConfig(
+        tuple(urls), model="fake", tokenizer="t", backoff_s=0.01, max_retries=1, version_check_s=0
+    )
     policy = VLLMPolicy(config, tokenizer=local.tokenizer)
     trainer = SyncedTrainer(local, VLLMWeightSync(policy, tmp_path / "weights"))
     return urls, local, policy, trainer
