@@ -132,7 +132,5 @@ def test_token_logprobs_take_any_leading_shape_and_report_the_entropy():
         for t in range(3):
             want = torch.log_softmax(logits[b, t] / temperature[b, t], -1)
             assert lp[b, t].item() == pytest.approx(want[targets[b, t]].item(), abs=1e-6)
-    _, entropy = token_logprobs(
-        torch.zeros(4, 8), torch.zeros(4, dtype=torch.long), torch.ones(4)
-    )
+    _, entropy = token_logprobs(torch.zeros(4, 8), torch.zeros(4, dtype=torch.long), torch.ones(4))
     assert torch.allclose(entropy, torch.full((4,), math.log(8.0)))  # uniform: log V
