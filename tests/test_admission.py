@@ -214,3 +214,19 @@ def test_designs_are_checked_against_the_pool_not_only_each_other(env) -> None:
     (outcome,) = design_and_admit(Batches([[BETA]]), sandbox, pool, loop.run_until_complete, first)
     assert not outcome.admitted
     assert [f.check for f in outcome.failures] == ["near_duplicate"]
+
+
+def test_a_program_the_pool_holds_unadmitted_is_not_admitted_again(env) -> None:
+    from spade.admission import POOL_DUPLICATE
+    from spade.types import Program, Verdict
+
+    pool, sandbox, loop = env
+    code = ALPHA.split("```python\n")[1].split("```")[0]
+    program = Program.from_code(code, skill=SKILL)
+    # stored earlier with a failing verdict: not among the admitted the validator compares with
+    assert pool.add_program(program, Verdict(program.env_id, False, (), {}), 0)
+    (outcome,) = design_and_admit(
+        Batches([[ALPHA]]), sandbox, pool, loop.run_until_complete, _request(1)
+    )
+    assert not outcome.admitted and outcome.failures == (POOL_DUPLICATE,)
+    assert pool.admitted() == []
