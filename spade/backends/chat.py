@@ -61,6 +61,14 @@ def prompt_ids(tokenizer: Any, messages: Sequence[Message]) -> list[int]:
     return encode(tokenizer, render(tokenizer, messages, add_generation_prompt=True))
 
 
+def token_ids_of(tokenizer: Any, prompt: Prompt) -> list[int]:
+    """A prompt's token ids: the ones it carries (a later turn, token-in/token-out), else its
+    messages rendered fresh."""
+    if prompt.token_ids is not None:
+        return list(prompt.token_ids)
+    return prompt_ids(tokenizer, prompt.messages)
+
+
 def closing_suffix(tokenizer: Any) -> str:
     """The text the template writes right after an assistant reply's content."""
     base = render(tokenizer, _DUMMY, add_generation_prompt=False)

@@ -255,13 +255,7 @@ class LocalBackend:
     def sample(
         self, prompts: Sequence[Prompt | Sequence[Message]], params: SamplingParams
     ) -> list[Completion]:
-        prompt_list = [Prompt.of(p) for p in prompts]
-        ids = [
-            list(p.token_ids)
-            if p.token_ids is not None
-            else chat.prompt_ids(self.tokenizer, p.messages)
-            for p in prompt_list
-        ]
+        ids = [chat.token_ids_of(self.tokenizer, Prompt.of(p)) for p in prompts]
         if params.seed is not None:
             base_seed = params.seed
         else:

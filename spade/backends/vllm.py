@@ -142,13 +142,7 @@ class VLLMPolicy:
         from spade.backends.sampling import row_seeds
 
         self._check_versions()
-        prompt_list = [Prompt.of(p) for p in prompts]
-        ids = [
-            list(p.token_ids)
-            if p.token_ids is not None
-            else chat.prompt_ids(self.tokenizer, p.messages)
-            for p in prompt_list
-        ]
+        ids = [chat.token_ids_of(self.tokenizer, Prompt.of(p)) for p in prompts]
         if not ids:
             return []
         base = params.seed if params.seed is not None else self._rng.randrange(2**62)
