@@ -1,0 +1,64 @@
+"""Check mutmut's timed-out mutants by planting each one by hand (docs/testing.md).
+
+    python tests/plant_timeouts.py spade/backends/ppo.py "spade.backends.ppo*" \\
+        tests/backends/test_ppo.py tests/backends/test_local_update.py tests/backends/test_local.py
+
+A mutmut "timeout" on a backend function usually means the slow tests covering it ran past
+mutmut's limit before the fast test that kills it, or that nothing kills it. For every mutant
+`mutmut results` lists as timed out under the name pattern, this applies its one-line diff
+(`mutmut show`) to the source file, runs the given test files with `-x`, prints killed or
+SURVIVED, and restores the file (also on Ctrl-C). Multi-line or ambiguous diffs are reported, not
+planted. Not collected by pytest.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import subprocess
+import sys
+from pathlib import Path
+
+
+def timed_out(pattern: str) -> list[str]:
+    out = subprocess.run(
+        ["mutmut", "results", "--all", "true"], capture_output=True, text=True, check=True
+    ).stdout
+    names = []
+    for line in out.splitlines():
+        name, _, status = line.strip().partition(": ")
+        if status == "timeout" and fnmatch.fnmatch(name, pattern):
+            names.append(name)
+    return names
+
+
+def main() -> int:
+    if len(sys.argv) < 4:
+        print(__doc__)
+        return 2
+    source, pattern, tests = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    original = source.read_text()
+    survived = 0
+    try:
+        for name in timed_out(pattern):
+            diff = subprocess.run(["mutmut", "show", name], capture_output=True, text=True).stdout
+            minus = [line[2:] for line in diff.splitlines() if line.startswith("- ")]
+            plus = [line[2:] for line in diff.splitlines() if line.startswith("+ ")]
+            if len(minus) != 1 or len(plus) != 1 or original.count(minus[0]) != 1:
+                print(f"{name}: not planted (multi-line or ambiguous diff)")
+                continue
+            source.write_text(original.replace(minus[0], plus[0]))
+            run = subprocess.run(
+                [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+                capture_output=True,
+                text=True,
+            )
+            verdict = "killed" if run.returncode != 0 else "SURVIVED"
+            survived += verdict == "SURVIVED"
+            print(f"{name}: {verdict}", flush=True)
+    finally:
+        source.write_text(original)
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
