@@ -18,7 +18,8 @@ makes the same collective calls; each loss is scaled by the world size because F
 gradients over ranks, and the metrics are summed over ranks. Its `update`, `save` and `load` are
 collectives: every rank calls them with the same arguments. `FSDPTrainer` (rank 0) broadcasts
 each call to the ranks in `serve`, then copies the new full weights into the Policy that samples
-for the loop (a `LocalBackend` on rank 0, or a server behind `VLLMPolicy`: not built yet).
+for the loop (a `LocalBackend` on rank 0; with `--vllm-urls` that copy exports the weights the
+servers reload, `spade.backends.weight_sync`).
 
 Checkpoints are `torch.distributed.checkpoint` directories (model and AdamW state, sharded on
 write, resharded on read), so a run saved on N ranks resumes on M; each rank's RNG state is kept
@@ -110,9 +111,8 @@ class FSDPBackend(LocalBackend):
         (logits.float().sum() * 0.0).backward()
 
     def _sum_over_ranks(self, sums: dict[str, float]) -> dict[str, float]:
-        keys = sorted(sums)
         objects: list[Any] = [None] * self.world
-        dist.all_gather_object(objects, {k: sums[k] for k in keys})
+        dist.all_gather_object(objects, sums)
         names = sorted({k for o in objects for k in o})
         return {k: float(sum(o.get(k, 0.0) for o in objects)) for k in names}
 

@@ -365,15 +365,15 @@ class LocalBackend:
                 if ppo.tis_cap is not None:
                     sampler = self._collate([behaviour[lo + i] for i in idx])["old_logp"]
                     gap = batch["old_logp"] - sampler  # trainer minus sampler, per token
-                    is_weight = torch.exp(gap).clamp(max=ppo.tis_cap)
-                    mask = batch["mask"]
-                    sums["tis_weight"] = sums.get("tis_weight", 0.0) + float(
-                        (is_weight * mask).sum()
-                    )
-                    capped = (torch.exp(gap) > ppo.tis_cap).float()
-                    sums["tis_capped"] = sums.get("tis_capped", 0.0) + float((capped * mask).sum())
-                    k3 = torch.exp(-gap) + gap - 1.0  # KL(sampler || trainer), k3 estimate
-                    sums["mismatch_kl"] = sums.get("mismatch_kl", 0.0) + float((k3 * mask).sum())
+                    weight = torch.exp(gap)
+                    is_weight = weight.clamp(max=ppo.tis_cap)
+                    k3 = 1.0 / weight + gap - 1.0  # KL(sampler || trainer), k3 estimate
+                    for key, value in (
+                        ("tis_weight", is_weight),
+                        ("tis_capped", (weight > ppo.tis_cap).float()),
+                        ("mismatch_kl", k3),
+                    ):
+                        sums[key] = sums.get(key, 0.0) + float((value * batch["mask"]).sum())
                 parts = ppo_loss(
                     logp,
                     batch["old_logp"],

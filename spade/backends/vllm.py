@@ -56,6 +56,11 @@ HOMES_KEPT = 100_000
 """Conversations whose server VLLMPolicy remembers for their next turn."""
 
 
+def server_root(base_url: str) -> str:
+    """`http://host:port/v1` -> `http://host:port` (the control endpoints are not under /v1)."""
+    return base_url.rstrip("/").removesuffix("/v1")
+
+
 @dataclass(frozen=True)
 class VLLMConfig:
     base_urls: tuple[str, ...]
@@ -190,8 +195,8 @@ class VLLMPolicy:
 
     def server_version(self, base_url: str) -> int | None:
         """The weight version a server reports (`GET /weight_info`), None if it has none."""
-        root = base_url.rstrip("/").removesuffix("/v1")
-        reply = request_json("GET", root + "/weight_info", None, self.config, self._jitter)
+        url = server_root(base_url) + "/weight_info"
+        reply = request_json("GET", url, None, self.config, self._jitter)
         value = reply.get("weight_version")
         try:
             return None if value is None else int(value)

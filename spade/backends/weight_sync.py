@@ -31,17 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from spade.backends.base import Sample
-from spade.backends.openai_compat import OpenAICompatError, post_json
-from spade.backends.vllm import VLLMPolicy
+from spade.backends.openai_compat import post_json
+from spade.backends.vllm import VLLMPolicy, server_root
 
 EXPORTS_KEPT = 2
 """Exported weight folders kept on disk (the latest serves resyncs; older ones are deleted)."""
-
-
-def server_root(base_url: str) -> str:
-    """`http://host:port/v1` -> `http://host:port` (the control endpoints are not under /v1)."""
-    url = base_url.rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
 
 
 class VLLMWeightSync:
@@ -146,6 +140,3 @@ def _ties_embeddings(trainer: Any) -> bool:
     holder = getattr(trainer, "policy", None) or trainer  # FSDPTrainer exports its rank-0 copy
     config = getattr(getattr(holder, "model", None), "config", None)
     return bool(getattr(config, "tie_word_embeddings", False))
-
-
-__all__ = ["OpenAICompatError", "SyncedTrainer", "VLLMWeightSync", "server_root"]
