@@ -66,7 +66,8 @@ def child(args: argparse.Namespace) -> None:
 
     from spade.backends import Prompt, SamplingParams, episode_sample
     from spade.backends.base import PPOConfig
-    from spade.backends.local import LocalBackend, LocalConfig, model_path
+    from spade.backends.local import LocalBackend, LocalConfig
+    from spade.backends.torch_setup import model_path
 
     setting = SETTINGS[args.setting]
     peak = Peak()

@@ -38,7 +38,8 @@ def main() -> None:
 
     from benchmarks.backends import cpu_name
     from spade.backends import Prompt, SamplingParams, sampling
-    from spade.backends.local import LocalBackend, LocalConfig, model_path
+    from spade.backends.local import LocalBackend, LocalConfig
+    from spade.backends.torch_setup import model_path
 
     backend = LocalBackend(
         LocalConfig(

@@ -105,7 +105,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from benchmarks.backends import cpu_name
-    from spade.backends.local import LocalBackend, LocalConfig, model_path
+    from spade.backends.local import LocalBackend, LocalConfig
+    from spade.backends.torch_setup import model_path
     from spade.backends.vllm import VLLMConfig, VLLMPolicy
 
     path = model_path(args.model)

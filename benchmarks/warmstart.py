@@ -153,7 +153,7 @@ def throughput(repeats: int = 3) -> str:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from spade.backends.local import cpu_has_native_bf16, model_path
+    from spade.backends.torch_setup import cpu_has_native_bf16, model_path
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(model_path("smollm2"), dtype=torch.float32)

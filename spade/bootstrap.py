@@ -173,15 +173,14 @@ def bootstrap(
     without loading the base model or building the data.
     """
     from spade.backends.base import PPOConfig, Sample
-    from spade.backends.local import (
-        LocalBackend,
-        LocalConfig,
+    from spade.backends.local import LocalBackend, LocalConfig
+    from spade.backends.tiny import cache_dir
+    from spade.backends.torch_setup import (
         LoraSettings,
         model_path,
         resolve_device,
         resolve_precision,
     )
-    from spade.backends.tiny import cache_dir
 
     built = time.monotonic()
     data: list[Example] | None = None

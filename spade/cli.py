@@ -277,8 +277,8 @@ def _model_line() -> str:
         import torch
     except ImportError:
         return "model backend: torch is not installed (pip install 'spade-rl[torch]')"
-    from spade.backends.local import cpu_has_native_bf16, resolve_device, resolve_precision
     from spade.backends.smollm import SMOLLM2, cached_model_path
+    from spade.backends.torch_setup import cpu_has_native_bf16, resolve_device, resolve_precision
 
     device = resolve_device("auto")
     precision = resolve_precision("auto", device)

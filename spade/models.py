@@ -24,12 +24,12 @@ def resolve_model(
     else is passed on as given."""
     if model.openai_base_url:
         return model.model  # the served model's name
-    from spade.backends.local import model_path
+    from spade.backends.torch_setup import model_path
 
     if model.warm_start and model.model == "smollm2":
         import gc
 
-        from spade.backends.local import release_free_memory
+        from spade.backends.torch_setup import release_free_memory
         from spade.bootstrap import bootstrap
 
         path = str(bootstrap(model.model, form=form, progress=progress))
@@ -42,7 +42,8 @@ def resolve_model(
 
 
 def local_config(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | None = None) -> Any:
-    from spade.backends.local import LocalConfig, LoraSettings
+    from spade.backends.local import LocalConfig
+    from spade.backends.torch_setup import LoraSettings
 
     lora = LoraSettings(r=model.lora_rank) if model.lora_rank else None
     return LocalConfig(

@@ -25,8 +25,9 @@ from spade.backends.base import (
 )
 
 if TYPE_CHECKING:
-    from spade.backends.local import LocalBackend, LocalConfig, LoraSettings
+    from spade.backends.local import LocalBackend, LocalConfig
     from spade.backends.openai_compat import OpenAICompatConfig, OpenAICompatPolicy
+    from spade.backends.torch_setup import LoraSettings
 
 _LAZY = {
     "LocalBackend": "spade.backends.local",

@@ -86,7 +86,7 @@ def test_multi_turn_extension_keeps_generated_tokens(policy):
 def trainer(request, make_local):
     if request.param == "local-lora":
         pytest.importorskip("peft")
-        from spade.backends.local import LoraSettings
+        from spade.backends.torch_setup import LoraSettings
 
         return make_local(lora=LoraSettings(r=4, alpha=8), learning_rate=1e-2)
     return make_local()

@@ -209,9 +209,9 @@ def test_trainable_layers_train_only_the_top_of_the_decoder(torch_threads):
 
 
 def test_the_optimizer_is_fused_adamw_where_torch_has_one(local):
-    from spade.backends.local import _fused_adamw
+    from spade.backends.torch_setup import fused_adamw
 
-    expected = _fused_adamw(local.device)
+    expected = fused_adamw(local.device)
     assert local.optimizer.defaults.get("fused", None) == expected.get("fused", None)
     if tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 4):
         assert expected == {"fused": True}

@@ -140,7 +140,7 @@ def test_sampling_and_training_are_bit_exact_in_both_precisions(make_local, prec
 
 
 def test_auto_precision_follows_the_cpu(make_local):
-    from spade.backends.local import cpu_has_native_bf16
+    from spade.backends.torch_setup import cpu_has_native_bf16
 
     backend = make_local(precision="auto")
     assert backend.precision == ("bf16-mixed" if cpu_has_native_bf16() else "fp32")
