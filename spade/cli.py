@@ -401,6 +401,7 @@ MODEL_COMMANDS = {
     "design": "Synthesise and validate a pool of environments with any backend, no training.",
     "eval": "Play environments (default: the held-out set) with a policy; win rates with CIs.",
     "bootstrap": "Warm-start a model on template environments (cached), and measure it.",
+    "untie": "Copy a model with its own LM head, for vLLM weight sync (docs/scale.md).",
 }
 
 

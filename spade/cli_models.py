@@ -20,7 +20,7 @@ from rich.table import Table
 from spade import bundled
 from spade import config as config_io
 from spade.backends.base import SamplingParams
-from spade.config import RECIPES, ModelConfig, TrainConfig
+from spade.config import RECIPES, ModelConfig, TrainConfig, UsageError
 from spade.sandbox.runtime import standalone
 from spade.types import GAME_SKILLS, Program, skill_slug
 
@@ -86,7 +86,7 @@ def train_main(argv: list[str]) -> int:
             return 0
     try:
         summary = train(cfg, resume=resume is not None, show=console.print)
-    except FileExistsError as exc:  # a run is already there: a usage error, not a crash
+    except (FileExistsError, UsageError) as exc:  # a usage error, not a crash
         console.print(f"spade train: {exc}")
         return 2
     print_summary(summary)
@@ -95,7 +95,7 @@ def train_main(argv: list[str]) -> int:
 
 _TRAIN_HELP = (
     "Run SPADE self-play. Presets: --recipe tiny-cpu (default: the embedded model on this "
-    "machine), paper-games, paper-tools (real models; set --model.model). --resume RUN_DIR "
+    "machine), paper-games, paper-tools (real models; set --model). --resume RUN_DIR "
     "continues a run exactly where it was stopped. Every field below overrides the preset."
 )
 
@@ -502,10 +502,58 @@ def bootstrap_cmd(
     return 0
 
 
+def untie_cmd(
+    model: str = "smollm2",
+    out: Path | None = None,
+    form: Literal["compact", "full"] = "compact",
+    warm_start: bool = True,
+    force: bool = False,
+) -> int:
+    """Write a copy of a model whose LM head is its own weight, for vLLM weight sync.
+
+    vLLM 0.32's `reload_weights` keeps the launch-time LM head of a model with tied embeddings
+    (SmolLM2 ties them), so `spade train --vllm-urls` refuses such a model: serve and train
+    the copy this writes instead (docs/scale.md). Same outputs; one more weight matrix.
+
+    Args:
+        model: `smollm2` (the embedded default, warm-started as `spade train` would), `tiny-test`,
+            or a local model folder.
+        out: Where to write the copy (default: beside the model, with `-untied` appended).
+        form: The Designer form of the warm start (as `--designer.form` in training).
+        warm_start: Untie the warm-started default (as `spade train` trains it), not the raw one.
+        force: Rewrite an existing copy.
+    """
+    from spade.backends.torch_setup import untie_embeddings
+    from spade.config import ModelConfig
+    from spade.models import resolve_model
+
+    source = resolve_model(ModelConfig(model=model, warm_start=warm_start), form=form)
+    target = out if out is not None else Path(str(source).rstrip("/") + "-untied")
+    if (target / "config.json").exists() and not force:
+        console.print(f"untied copy (exists; --force rewrites it): {target}")
+    else:
+        try:
+            untie_embeddings(source, target)
+        except ValueError as e:
+            console.print(f"spade untie: {e}")
+            return 2
+        console.print(f"untied copy of {source}: {target}")
+    console.print(
+        f"serve it: MODEL={target} recipes/vllm_server.sh\n"
+        f"train it: spade train --model {target} --vllm-urls URL ..."
+    )
+    return 0
+
+
 def run(name: str, argv: list[str]) -> int:
     if name == "train":
         return train_main(argv)
-    commands = {"eval": eval_cmd, "design": design_cmd, "bootstrap": bootstrap_cmd}
+    commands = {
+        "eval": eval_cmd,
+        "design": design_cmd,
+        "bootstrap": bootstrap_cmd,
+        "untie": untie_cmd,
+    }
     result = tyro.cli(commands[name], args=argv, prog=f"spade {name}")  # type: ignore[call-overload]
     return int(result or 0)
 

@@ -21,6 +21,11 @@ from spade.types import GAME_SKILLS, TOOL_SKILLS
 from spade.validate import ValidatorConfig
 
 
+class UsageError(ValueError):
+    """A run that cannot start as configured (a model and sync that do not fit, ...): the CLI
+    prints the message and exits 2, with no traceback."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     model: str = "smollm2"
@@ -57,6 +62,15 @@ class ModelConfig:
     directory's `weights/` folder, which the servers must see (docs/scale.md)."""
     vllm_model: str | None = None
     """The name the servers serve the model under (`--served-model-name`); default: `model`."""
+    vllm_sync: Literal["disk", "lora", "nccl"] = "disk"
+    """How the trainer's weights reach the servers after each update: `disk` (a safetensors
+    export under the run directory, reloaded by the servers; a tied model needs `spade untie`),
+    `lora` (only the LoRA adapter, `--lora-rank R`, loaded in place), `nccl` (GPU to GPU
+    through vLLM's trainer engine; vllm must be importable here). docs/scale.md."""
+    vllm_nccl_address: str | None = None
+    """`nccl`: this host's address as the servers reach it (default: its hostname's address)."""
+    vllm_nccl_port: int = 29600
+    """`nccl`: the first rendezvous port; server i (in `vllm_urls` order) uses this + i."""
     trainer: Literal["local", "fsdp"] = "local"
     """`local`: one process trains (and samples). `fsdp`: the weights are sharded with FSDP2 over
     the ranks of a torchrun launch (`torchrun --nproc-per-node N -m spade train --trainer fsdp`;
@@ -294,7 +308,7 @@ PAPER_GAMES = TrainConfig(
 )
 """The paper's games setting (SPADE.md section 2): 24 environments per regeneration every 4
 iterations, 8 plays per environment (and 8 hinted, same seeds: ours), 25 turns, lr 1e-6, weight
-decay 0.1, clip 0.2/0.28. Point `--model.model` at your checkpoint."""
+decay 0.1, clip 0.2/0.28. Point `--model` at your checkpoint."""
 
 PAPER_TOOLS = dataclasses.replace(
     PAPER_GAMES,

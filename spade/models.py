@@ -118,7 +118,14 @@ def _with_vllm(cfg: TrainConfig, model: str, models: Models) -> Models:
     trainer: Any = models.agent_trainer
     local: Any = getattr(trainer, "policy", None) or trainer  # FSDPTrainer's rank-0 copy
     policy = VLLMPolicy(config, tokenizer=getattr(local, "tokenizer", None))
-    synced = SyncedTrainer(trainer, VLLMWeightSync(policy, cfg.run_dir / "weights"))
+    sync = VLLMWeightSync(
+        policy,
+        cfg.run_dir / "weights",
+        transfer=cfg.model.vllm_sync,
+        nccl_address=cfg.model.vllm_nccl_address,
+        nccl_port=cfg.model.vllm_nccl_port,
+    )
+    synced = SyncedTrainer(trainer, sync)
     return Models(policy, synced, policy, synced)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from spade import bundled, run_evals
 from spade import config as config_io
-from spade.config import TrainConfig
+from spade.config import TrainConfig, UsageError
 from spade.loop import Models, run_iteration
 from spade.models import build_models, fsdp_model_path, resolve_model
 from spade.pool import Pool
@@ -102,7 +102,10 @@ def train(
             path = fsdp_model_path(cfg, progress_bars)
         else:
             path = resolve_model(cfg.model, cfg.seed, progress_bars, cfg.design.form)
-        models = build_models(cfg, path)
+        try:
+            models = build_models(cfg, path)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
     reward_fn = make_designer_reward(cfg.designer_reward)
     documents = bundled.grounding_documents() if cfg.design.grounding else []
     event_loop = asyncio.new_event_loop()

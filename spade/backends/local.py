@@ -567,6 +567,15 @@ class LocalBackend:
             self.tokenizer.save_pretrained(d)
         return d
 
+    def export_adapter(self, directory: str | Path) -> Path:
+        """Write the LoRA adapter alone (peft's `adapter_config.json` + safetensors), the folder
+        vLLM's `/v1/load_lora_adapter` takes. Only for a backend that trains LoRA."""
+        if self.config.lora is None:
+            raise ValueError("export_adapter: this backend trains full weights, not a LoRA adapter")
+        d = Path(directory)
+        self.model.save_pretrained(d)
+        return d
+
     def tokenizer_fingerprint(self) -> str:
         """Hash of vocabulary + chat template: a checkpoint only makes sense with the same."""
         import hashlib

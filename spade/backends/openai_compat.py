@@ -251,16 +251,25 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-def post_json(url: str, body: dict[str, Any], config: Any, jitter: random.Random) -> dict[str, Any]:
+def post_json(
+    url: str, body: dict[str, Any], config: Any, jitter: random.Random, text_ok: bool = False
+) -> dict[str, Any]:
     """POST `body` as JSON and return the JSON reply, retrying as the module docstring says.
 
     `config` supplies `api_key_env`, `timeout_s`, `max_retries`, `backoff_s` and
-    `max_backoff_s` (OpenAICompatConfig, VLLMConfig); `jitter` only spreads retries out."""
-    return request_json("POST", url, body, config, jitter)
+    `max_backoff_s` (OpenAICompatConfig, VLLMConfig); `jitter` only spreads retries out.
+    `text_ok`: a successful reply may be plain text (vLLM's `/v1/load_lora_adapter`), returned
+    as `{"text": ...}`."""
+    return request_json("POST", url, body, config, jitter, text_ok)
 
 
 def request_json(
-    method: str, url: str, body: dict[str, Any] | None, config: Any, jitter: random.Random
+    method: str,
+    url: str,
+    body: dict[str, Any] | None,
+    config: Any,
+    jitter: random.Random,
+    text_ok: bool = False,
 ) -> dict[str, Any]:
     """One JSON request (`GET` without a body), with `post_json`'s retries and errors."""
     data = None if body is None else json.dumps(body).encode()
@@ -276,6 +285,8 @@ def request_json(
             try:
                 reply = json.loads(raw) if raw.strip() else {}
             except ValueError:
+                if text_ok:
+                    return {"text": raw}
                 raise OpenAICompatError(f"{url}: reply is not JSON: {raw[:300]!r}") from None
             if not isinstance(reply, dict):
                 raise OpenAICompatError(f"{url}: reply is not a JSON object: {raw[:300]!r}")

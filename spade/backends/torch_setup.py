@@ -150,3 +150,38 @@ def with_lora(model: torch.nn.Module, settings: LoraSettings) -> torch.nn.Module
         task_type="CAUSAL_LM",
     )
     return get_peft_model(model, config)
+
+
+def untie_embeddings(source: str, out: str | Path, trust_remote_code: bool = False) -> Path:
+    """Write a copy of the model at `source` whose LM head is its own weight (a clone of the
+    input embeddings), with `tie_word_embeddings: false`. Same outputs, one more weight matrix.
+
+    For vLLM weight sync (`--vllm-urls`): vLLM 0.32's `reload_weights` skips `lm_head.weight`
+    of a tied model and keeps the head it launched with, so a server must serve, and the trainer
+    train, an untied copy (docs/scale.md). Raises ValueError on a model that is not tied."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    local = Path(source).exists()
+    kwargs: dict[str, Any] = {"local_files_only": local, "trust_remote_code": trust_remote_code}
+    from spade.backends._hf import quiet_progress
+
+    with quiet_progress():
+        model: Any = AutoModelForCausalLM.from_pretrained(
+            source, **kwargs, **{dtype_kwarg(): "auto"}
+        )
+    if not getattr(model.config, "tie_word_embeddings", False):
+        raise ValueError(f"{source}: its embeddings are not tied; serve it as it is")
+    head = model.get_output_embeddings()
+    if head is None:
+        raise ValueError(f"{source}: {type(model).__name__} has no output embeddings to untie")
+    model.config.tie_word_embeddings = False
+    text_config = getattr(model.config, "text_config", None)  # multimodal configs nest it
+    if text_config is not None and hasattr(text_config, "tie_word_embeddings"):
+        text_config.tie_word_embeddings = False
+    head.weight = torch.nn.Parameter(model.get_input_embeddings().weight.detach().clone())
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with quiet_progress():
+        model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(source, **kwargs).save_pretrained(out)
+    return out

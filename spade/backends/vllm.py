@@ -108,6 +108,9 @@ class VLLMPolicy:
             raise ValueError(f"{config.tokenizer}: no end-of-turn token; cannot tell a reply's end")
         self.weight_version = 0
         """Set by the weight sync after each update; recorded on every Completion."""
+        self.served_model = config.model
+        """The model name each request asks for: `config.model`, or the LoRA adapter the
+        weight sync loaded into the servers (`--vllm-sync lora`)."""
         self._jitter = random.Random(0)  # only spreads retries out; never affects results
         self._rng = random.Random(0)  # batch seeds when SamplingParams.seed is None
         self._homes: collections.OrderedDict[tuple[int, ...], str] = collections.OrderedDict()
@@ -206,7 +209,7 @@ class VLLMPolicy:
     # ------------------------------------------------------------------ request / response
     def _body(self, ids: list[int], params: SamplingParams, seed: int) -> dict[str, Any]:
         body: dict[str, Any] = {
-            "model": self.config.model,
+            "model": self.served_model,
             "prompt": ids,
             "max_tokens": params.max_tokens,
             "temperature": params.temperature,
