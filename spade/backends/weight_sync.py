@@ -162,7 +162,7 @@ class VLLMWeightSync:
                     rpc = {"method": "reload_weights", "kwargs": {"weights_path": str(path)}}
                     self._post(root + "/collective_rpc", rpc)
                 elif self.transfer == "lora":
-                    adapter = {"lora_name": self.lora_name, "lora_path": str(path)}
+                    adapter: dict[str, Any] = {"lora_name": self.lora_name, "lora_path": str(path)}
                     adapter["load_inplace"] = True  # vLLM answers in plain text
                     self._post(url.rstrip("/") + "/load_lora_adapter", adapter, text_ok=True)
                 else:
