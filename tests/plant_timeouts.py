@@ -2,6 +2,8 @@
 
     python tests/plant_timeouts.py spade/backends/ppo.py "spade.backends.ppo*" \\
         tests/backends/test_ppo.py tests/backends/test_local_update.py tests/backends/test_local.py
+    python tests/plant_timeouts.py --status survived spade/windows.py "spade.windows*" \\
+        tests/test_windows.py          # re-check survivors after writing tests for them
 
 A mutmut "timeout" on a backend function usually means the slow tests covering it ran past
 mutmut's limit before the fast test that kills it, or that nothing kills it. For every mutant
@@ -19,27 +21,30 @@ import sys
 from pathlib import Path
 
 
-def timed_out(pattern: str) -> list[str]:
+def timed_out(pattern: str, status: str = "timeout") -> list[str]:
     out = subprocess.run(
         ["mutmut", "results", "--all", "true"], capture_output=True, text=True, check=True
     ).stdout
     names = []
     for line in out.splitlines():
-        name, _, status = line.strip().partition(": ")
-        if status == "timeout" and fnmatch.fnmatch(name, pattern):
+        name, _, state = line.strip().partition(": ")
+        if state == status and fnmatch.fnmatch(name, pattern):
             names.append(name)
     return names
 
 
 def main() -> int:
-    if len(sys.argv) < 4:
+    args, status = sys.argv[1:], "timeout"
+    if args[:1] == ["--status"]:
+        status, args = args[1], args[2:]
+    if len(args) < 3:
         print(__doc__)
         return 2
-    source, pattern, tests = Path(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    source, pattern, tests = Path(args[0]), args[1], args[2:]
     original = source.read_text()
     survived = 0
     try:
-        for name in timed_out(pattern):
+        for name in timed_out(pattern, status):
             diff = subprocess.run(["mutmut", "show", name], capture_output=True, text=True).stdout
             minus = [line[2:] for line in diff.splitlines() if line.startswith("- ")]
             plus = [line[2:] for line in diff.splitlines() if line.startswith("+ ")]

@@ -58,6 +58,21 @@ def test_solutions_are_strings_and_sandbox_failures_are_counted() -> None:
     assert asyncio.run(solutions(box, [A, B])) == ({A.env_id: ["\\boxed{7}"]}, 1)
 
 
+def test_every_failure_counts_and_a_failed_load_does_not_stop_the_rest() -> None:
+    C = Program.from_code(loopkit.MAGIC_ENV.replace("MagicEnv", "ThirdEnv"), source="c")
+    D = Program.from_code(loopkit.MAGIC_ENV.replace("MagicEnv", "FourthEnv"), source="d")
+    load = SandboxError("crashed", "load failed")
+    # two programs that do not load, then one that does: both failures counted, the third read
+    box = Box({A.code: load, B.code: load, C.code: "\\boxed{3}"})
+    assert asyncio.run(solutions(box, [A, B, C])) == ({C.env_id: ["\\boxed{3}"]}, 2)
+    # two whose solution() fails in the sandbox
+    hung = SandboxError("timeout", "solution hung")
+    box = Box({A.code: hung, B.code: hung, C.code: "x", D.code: list(range(150))})
+    got, errors = asyncio.run(solutions(box, [A, B, C, D]))
+    assert errors == 2 and got[C.env_id] == ["x"]
+    assert got[D.env_id] == [str(i) for i in range(100)]  # at most 100 replies kept
+
+
 def test_a_bug_is_not_swallowed() -> None:
     box = Box({A.code: AttributeError("'Session' object has no attribute 'solutoin'")})
     with pytest.raises(AttributeError):
