@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spade.backends.base import Message, Role
+from spade.backends.base import Message, PPOConfig, Role, Sample
 from spade.warmdata import Example, source_fingerprint, warm_start_examples
 
 
@@ -127,6 +127,9 @@ def _sequences(
     return out, dropped
 
 
+ROLES: tuple[Role, ...] = ("designer", "agent")
+
+
 def bootstrap(
     model: str = "smollm2",
     *,
@@ -172,7 +175,6 @@ def bootstrap(
     seeds, corpus, prompts, scaffolds) and the hyper-parameters, so a cached model is found
     without loading the base model or building the data.
     """
-    from spade.backends.base import PPOConfig, Sample
     from spade.backends.local import LocalBackend, LocalConfig
     from spade.backends.tiny import cache_dir
     from spade.backends.torch_setup import (
@@ -184,37 +186,18 @@ def bootstrap(
 
     built = time.monotonic()
     data: list[Example] | None = None
-    if examples is None:
-        data_hash = f"warm_start_examples:{form}:" + source_fingerprint()
-    else:
+    if examples is not None:
         data = list(examples() if callable(examples) else examples)
         if not data:
             raise ValueError("no bootstrap examples")
-        data_hash = hashlib.sha256(
-            json.dumps([[list(e.messages), e.target, e.role] for e in data], default=str).encode()
-        ).hexdigest()
     base = model_path(model, progress=progress)
-    resolved_precision = resolve_precision(precision, resolve_device("auto"))
-    key = hashlib.sha256(
-        json.dumps(
-            [
-                base,
-                _folder_fingerprint(base),
-                resolved_precision,
-                data_hash,
-                steps,
-                max_minutes,
-                learning_rate,
-                batch_tokens,
-                max_length,
-                designer_share,
-                lora_rank,
-                trainable_layers,
-                prompt_gradient,
-                seed,
-            ]
-        ).encode()
-    ).hexdigest()[:16]
+    key = _cache_key(
+        base,
+        resolve_precision(precision, resolve_device("auto")),
+        f"warm_start_examples:{form}:" + source_fingerprint() if data is None else _hash(data),
+        [steps, max_minutes, learning_rate, batch_tokens, max_length, designer_share],
+        [lora_rank, trainable_layers, prompt_gradient, seed],
+    )
     target = Path(output) if output else cache_dir() / "models" / f"{Path(base).name}-boot-{key}"
     meta_path = target / "spade_bootstrap.json"
     if meta_path.exists() and json.loads(meta_path.read_text()).get("finished") and not force:
@@ -248,55 +231,11 @@ def bootstrap(
         f"bootstrap: {counts['designer']} Designer and {counts['agent']} Agent sequences "
         f"({dropped} too long) in {build_seconds:.0f} s; training",
     )
-    rng = random.Random(seed)
-    pools = {role: [q for q in sequences if q.role == role] for role in ("designer", "agent")}
-    queues: dict[str, list[_Sequence]] = {"designer": [], "agent": []}
-    drawn = {"designer": 0, "agent": 0}
-
-    def draw() -> _Sequence:
-        # the role whose share of the tokens drawn so far is furthest below its target
-        total = max(sum(drawn.values()), 1)
-        role = "designer" if drawn["designer"] / total <= designer_share else "agent"
-        if not pools[role]:
-            role = "agent" if role == "designer" else "designer"
-        if not queues[role]:
-            queues[role] = list(pools[role])
-            rng.shuffle(queues[role])
-        seq = queues[role].pop()
-        drawn[role] += seq.tokens
-        return seq
-
-    start, nll, step, progress_fraction = time.monotonic(), float("nan"), 0, 0.0
-    seen = {"designer": 0, "agent": 0}
-    tokens = 0
-    bar = _Progress(steps, max_minutes, enabled=progress)
-    while progress_fraction < 1.0:
-        step += 1
-        batch: list[_Sequence] = []
-        used = 0
-        while used < batch_tokens:
-            seq = draw()
-            if batch and used + seq.tokens > batch_tokens:
-                queues[seq.role].append(seq)  # next step's
-                drawn[seq.role] -= seq.tokens
-                break
-            batch.append(seq)
-            used += seq.tokens
-            seen[seq.role] += 1
-        tokens += used
-        elapsed = (time.monotonic() - start) / (max_minutes * 60)
-        p = max((step - 1) / steps, elapsed)
-        lr = learning_rate * (p / 0.05 if p < 0.05 else 0.5 * (1 + math.cos(math.pi * p)))
-        for param_group in backend.optimizer.param_groups:
-            param_group["lr"] = max(lr, learning_rate * 1e-3)
-        loss = backend.sft_step(
-            [Sample(q.ids, q.mask, (0.0,) * len(q.ids), 1.0, q.role) for q in batch],
-            prompt_gradient=prompt_gradient,
-        )["nll"]
-        nll = loss if step == 1 else 0.9 * nll + 0.1 * loss  # smoothed for display
-        progress_fraction = max(step / steps, (time.monotonic() - start) / (max_minutes * 60))
-        bar.update(progress_fraction, step, nll)
-    bar.close()
+    mixer = _RoleMixer(sequences, designer_share, random.Random(seed))
+    start = time.monotonic()
+    step, nll, tokens = _train(
+        backend, mixer, steps, max_minutes, learning_rate, batch_tokens, prompt_gradient, progress
+    )
     backend.export(target)
     meta = {
         "base_model": backend.model_path,
@@ -308,9 +247,9 @@ def bootstrap(
         "steps": step,
         "finished": True,
         "stopped_by": "steps" if step == steps else "time",
-        "sequences": {role: len(pool) for role, pool in pools.items()},
+        "sequences": {role: len(pool) for role, pool in mixer.pools.items()},
         "dropped_longer_than_max_length": dropped,
-        "sequences_seen": seen,
+        "sequences_seen": mixer.seen,
         "tokens_seen": tokens,
         "data_seconds": round(build_seconds, 1),
         "seconds": round(time.monotonic() - start, 1),
@@ -318,6 +257,97 @@ def bootstrap(
     }
     meta_path.write_text(json.dumps(meta, indent=2))
     return target
+
+
+def _hash(data: Sequence[Example]) -> str:
+    rows = [[list(e.messages), e.target, e.role] for e in data]
+    return hashlib.sha256(json.dumps(rows, default=str).encode()).hexdigest()
+
+
+def _cache_key(
+    base: str, precision: str, data_hash: str, schedule: list[Any], model: list[Any]
+) -> str:
+    """The cached model's name: base model (folder and tokenizer files), precision, data and
+    hyper-parameters (`schedule`: steps, minutes, lr, batch and length limits, designer share;
+    `model`: LoRA rank, trainable layers, prompt gradient, seed)."""
+    parts = [base, _folder_fingerprint(base), precision, data_hash, *schedule, *model]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+class _RoleMixer:
+    """Draws sequences so that `designer_share` of the tokens drawn are Designer turns: each
+    draw takes the role furthest below its share, from that role's reshuffled queue."""
+
+    def __init__(self, sequences: Sequence[_Sequence], designer_share: float, rng: random.Random):
+        self.share, self.rng = designer_share, rng
+        self.pools: dict[str, list[_Sequence]] = {
+            role: [q for q in sequences if q.role == role] for role in ROLES
+        }
+        self.queues: dict[str, list[_Sequence]] = {role: [] for role in ROLES}
+        self.drawn: dict[str, int] = {role: 0 for role in ROLES}
+        self.seen: dict[str, int] = {role: 0 for role in ROLES}
+
+    def draw(self) -> _Sequence:
+        total = max(sum(self.drawn.values()), 1)
+        role = "designer" if self.drawn["designer"] / total <= self.share else "agent"
+        if not self.pools[role]:
+            role = "agent" if role == "designer" else "designer"
+        if not self.queues[role]:
+            self.queues[role] = list(self.pools[role])
+            self.rng.shuffle(self.queues[role])
+        seq = self.queues[role].pop()
+        self.drawn[role] += seq.tokens
+        return seq
+
+    def batch(self, batch_tokens: int) -> list[_Sequence]:
+        """At least one sequence and about `batch_tokens` tokens; the sequence that would
+        overflow is put back for the next batch."""
+        batch: list[_Sequence] = []
+        used = 0
+        while used < batch_tokens:
+            seq = self.draw()
+            if batch and used + seq.tokens > batch_tokens:
+                self.queues[seq.role].append(seq)
+                self.drawn[seq.role] -= seq.tokens
+                break
+            batch.append(seq)
+            used += seq.tokens
+            self.seen[seq.role] += 1
+        return batch
+
+
+def _train(
+    backend: Any,
+    mixer: _RoleMixer,
+    steps: int,
+    max_minutes: float,
+    learning_rate: float,
+    batch_tokens: int,
+    prompt_gradient: bool,
+    progress: bool,
+) -> tuple[int, float, int]:
+    """SFT steps until `steps` or `max_minutes` (5% warm-up, cosine decay over the nearer of
+    the two); returns (steps taken, smoothed NLL, tokens seen)."""
+    start, nll, step, fraction, tokens = time.monotonic(), float("nan"), 0, 0.0, 0
+    bar = _Progress(steps, max_minutes, enabled=progress)
+    while fraction < 1.0:
+        step += 1
+        batch = mixer.batch(batch_tokens)
+        tokens += sum(q.tokens for q in batch)
+        elapsed = (time.monotonic() - start) / (max_minutes * 60)
+        p = max((step - 1) / steps, elapsed)
+        lr = learning_rate * (p / 0.05 if p < 0.05 else 0.5 * (1 + math.cos(math.pi * p)))
+        for param_group in backend.optimizer.param_groups:
+            param_group["lr"] = max(lr, learning_rate * 1e-3)
+        loss = backend.sft_step(
+            [Sample(q.ids, q.mask, (0.0,) * len(q.ids), 1.0, q.role) for q in batch],
+            prompt_gradient=prompt_gradient,
+        )["nll"]
+        nll = loss if step == 1 else 0.9 * nll + 0.1 * loss  # smoothed for display
+        fraction = max(step / steps, (time.monotonic() - start) / (max_minutes * 60))
+        bar.update(fraction, step, nll)
+    bar.close()
+    return step, nll, tokens
 
 
 def _say(enabled: bool, line: str) -> None:
