@@ -136,24 +136,15 @@ def play(
         max_turns: Turn cap of the episode.
     """
     from rich.console import Console
-    from rich.markup import escape
 
     from spade.episode import to_action
     from spade.sandbox import Sandbox, SandboxError
 
     if not path.is_file():
         return _usage_error(f"no such file: {path}")
-    scripted: list[str] | None = None
-    if actions is not None:
-        if not actions.is_file():
-            return _usage_error(f"no such file: {actions}")
-        text = actions.read_text()
-        if actions.suffix == ".json":
-            scripted = json.loads(text)
-            if not isinstance(scripted, list) or not all(isinstance(s, str) for s in scripted):
-                return _usage_error(f"{actions}: expected a JSON list of strings")
-        else:
-            scripted = [line for line in text.splitlines() if line.strip()]
+    scripted = _scripted_replies(actions) if actions is not None else None
+    if isinstance(scripted, str):
+        return _usage_error(scripted)
     console = Console(highlight=False)
     kwargs = {} if difficulty is None else {"difficulty": difficulty}
 
@@ -173,18 +164,9 @@ def play(
             console.print(obs, markup=False)
             reward, terminated, truncated, turn = 0.0, False, False, 0
             while turn < max_turns and not (terminated or truncated):
-                if scripted is not None:
-                    if turn >= len(scripted):
-                        break
-                    reply = scripted[turn]
-                    console.print(f"[cyan]> {escape(reply)}[/]")
-                else:
-                    try:
-                        reply = input("> ")
-                    except EOFError:
-                        break
-                    if not reply.strip():
-                        break
+                reply = _next_reply(scripted, turn, console)
+                if reply is None:
+                    break
                 turn += 1
                 try:
                     result = await session.step(to_action(session, reply))
@@ -196,21 +178,49 @@ def play(
                 console.rule(f"turn {turn}/{max_turns}  reward {reward:g}", style="dim")
                 console.print(result.observation, markup=False)
             await session.close()
-        ret = max(-1.0, min(1.0, reward)) if terminated else 0.0
-        ending = (
-            "terminated"
-            if terminated
-            else "truncated"
-            if truncated or turn >= max_turns
-            else "stopped"
-        )
-        console.rule(
-            f"episode {ending} after {turn} turns: return {ret:g} "
-            f"({'win' if ret > 0 else 'no win'})"
-        )
+        console.rule(_episode_line(reward, terminated, truncated or turn >= max_turns, turn))
         return EXIT_OK
 
     return asyncio.run(run())
+
+
+def _scripted_replies(actions: Path) -> list[str] | str:
+    """`spade play --actions FILE`: one reply per non-empty line, or a JSON list of strings
+    (`.json`); a string is the usage error."""
+    if not actions.is_file():
+        return f"no such file: {actions}"
+    text = actions.read_text()
+    if actions.suffix != ".json":
+        return [line for line in text.splitlines() if line.strip()]
+    replies = json.loads(text)
+    if not isinstance(replies, list) or not all(isinstance(r, str) for r in replies):
+        return f"{actions}: expected a JSON list of strings"
+    return replies
+
+
+def _next_reply(scripted: list[str] | None, turn: int, console: Any) -> str | None:
+    """The reply of `turn`: from the script (echoed), else typed; None ends the episode (script
+    or input exhausted, or an empty line)."""
+    from rich.markup import escape
+
+    if scripted is not None:
+        if turn >= len(scripted):
+            return None
+        console.print(f"[cyan]> {escape(scripted[turn])}[/]")
+        return scripted[turn]
+    try:
+        reply = input("> ")
+    except EOFError:
+        return None
+    return reply if reply.strip() else None
+
+
+def _episode_line(reward: float, terminated: bool, truncated: bool, turns: int) -> str:
+    ret = max(-1.0, min(1.0, reward)) if terminated else 0.0
+    ending = "terminated" if terminated else "truncated" if truncated else "stopped"
+    return (
+        f"episode {ending} after {turns} turns: return {ret:g} ({'win' if ret > 0 else 'no win'})"
+    )
 
 
 def doctor(require_full: bool = False, sandbox: Literal["local", "ray"] = "local") -> int:
