@@ -279,7 +279,13 @@ def eval_cmd(
     if json_output:
         print(json.dumps(result.to_json()))
         return 0
-    table = Table(title=f"win rate over {len(programs)} environments x {seeds} seeds")
+    _print_eval(result, f"win rate over {len(programs)} environments x {seeds} seeds", policy)
+    return 0
+
+
+def _print_eval(result: Any, title: str, policy: str) -> None:
+    """The win-rate table of `spade eval` (per skill and overall, 95% Wilson intervals)."""
+    table = Table(title=title)
     for column in ("skill", "wins", "episodes", "rate", "95% CI"):
         table.add_column(column)
     rows = sorted(result.by_skill.items()) + [("overall", result.overall)]
@@ -296,7 +302,6 @@ def eval_cmd(
         )
     elif result.errors:
         console.print(f"{result.errors} episodes ended with an environment error (losses)")
-    return 0
 
 
 def _exemplars(pool: Any, rng: random.Random) -> Any:
