@@ -162,16 +162,26 @@ class VLLMWeightSync:
                     rpc = {"method": "reload_weights", "kwargs": {"weights_path": str(path)}}
                     self._post(root + "/collective_rpc", rpc)
                 elif self.transfer == "lora":
-                    adapter: dict[str, Any] = {"lora_name": self.lora_name, "lora_path": str(path)}
-                    adapter["load_inplace"] = True  # vLLM answers in plain text
-                    self._post(url.rstrip("/") + "/load_lora_adapter", adapter, text_ok=True)
+                    adapter = {"lora_name": self.lora_name, "lora_path": str(path)}
+                    body = {**adapter, "load_inplace": True}
+                    # vLLM answers this one in plain text
+                    self._post(url.rstrip("/") + "/load_lora_adapter", body, text_ok=True)
                 else:
-                    self._engine(url).send_weights()
+                    self._send(url)
                 self._post(root + "/update_weight_version", {"new_version": str(version)})
                 self._post(root + "/reset_prefix_cache", {})
         finally:  # whatever failed, no server stays paused
             for root in paused:
                 self._post(root + "/resume", {})
+
+    def _send(self, url: str) -> None:
+        """One NCCL round to server `url`; a failed round leaves its group unusable (vLLM's
+        engine says so), so the next one rendezvous afresh."""
+        try:
+            self._engine(url).send_weights()
+        except BaseException:
+            self._drop_engine(url)
+            raise
 
     def _engine(self, url: str) -> Any:
         """The NCCL trainer engine of server `url`, rendezvoused on first use."""

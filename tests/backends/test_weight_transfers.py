@@ -219,6 +219,21 @@ def test_nccl_rendezvous_again_with_a_restarted_server(nccl_run, fake_vllm) -> N
     assert paths == ["/pause?mode=wait", *init, *AFTER, "/resume"]
 
 
+def test_a_failed_nccl_round_rendezvous_afresh_next_time(nccl_run) -> None:
+    from spade.backends.openai_compat import OpenAICompatError
+
+    urls, local, policy, trainer = nccl_run
+    _update(local, trainer)
+    engine = FakeNCCLEngine.built[0]
+    engine.client.root = engine.client.root + "/gone"  # its next round fails
+    with pytest.raises(OpenAICompatError, match="HTTP 404"):
+        _update(local, trainer)
+    assert engine.closed and policy.weight_version == 1
+    assert [c["_path"] for c in _control(urls[0])][-1] == "/resume"  # left running
+    _update(local, trainer)
+    assert len(FakeNCCLEngine.built) == 3 and policy.weight_version == 2  # a new rendezvous
+
+
 def test_nccl_refuses_tied_and_lora_models(fake_vllm, make_local, tmp_path, untied_tiny) -> None:
     local = make_local()  # tiny-test ties its embeddings
     policy = _policy([fake_vllm.start()], local)
