@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,7 +49,7 @@ from scripted import ScriptedPolicy, decode
 from spade.backends.base import Message
 from spade.config import DesignConfig, PlayConfig
 from spade.loop import Models
-from spade.prompts import HINT_SYSTEM, designer_reply
+from spade.prompts import DESIGNER_ROLE_COMPACT, HINT_SYSTEM, designer_reply
 from spade.rewards import INVALID_DESIGN_REWARD
 from spade.train import train
 from spade.types import env_id_of
@@ -411,3 +412,46 @@ def test_design_sampling_is_seeded_per_iteration(tmp_path: Path) -> None:
     )
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
     assert seeds == [_seed(cfg, 1, "design-sample")]
+
+
+def test_the_design_request_follows_the_design_config(tmp_path: Path) -> None:
+    # every Designer call of the iteration: sampled with the config's max_tokens and
+    # temperature, asked for the config's difficulty word in its form (compact, not the
+    # request's default full contract), with one active skill only for the rotation's first
+    # skill; its sampling time is model time
+    calls: list[tuple[object, str, str]] = []
+    policy = ScriptedPolicy(Designer(PLAN))
+    sample = policy.sample
+
+    def recording(prompts, params):
+        first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
+        system = str(first[0].get("content", ""))
+        if "Environment Designer" in system:
+            time.sleep(0.5)  # the Designer's sampling time must count as model time
+            for p in prompts:
+                messages = p.messages if hasattr(p, "messages") else p
+                calls.append((params, system, str(messages[-1]["content"])))
+        return sample(prompts, params)
+
+    policy.sample = recording  # type: ignore[method-assign]
+    trainer = loopkit.FakeTrainer()
+    design = DesignConfig(
+        envs_per_regen=2,
+        regen_interval=2,
+        skills=(S1, S2),
+        active_skills=1,
+        max_tokens=777,
+        temperature=0.55,
+        difficulty_word="fiendish",
+        form="compact",
+        grounding=False,
+    )
+    cfg = loopkit.small_config(tmp_path / "run", iterations=1, design=design)
+    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
+    assert len(calls) == 2
+    for params, system, user in calls:
+        assert (params.max_tokens, params.temperature) == (777, 0.55)  # type: ignore[attr-defined]
+        assert system.startswith(DESIGNER_ROLE_COMPACT) and "Example:" in system
+        assert f"Write a new fiendish environment that trains the skill: {S1}." in user
+    [metrics] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert metrics["model_seconds"] >= 0.5  # the scripted Agent itself takes milliseconds
