@@ -455,3 +455,58 @@ def test_the_design_request_follows_the_design_config(tmp_path: Path) -> None:
         assert f"Write a new fiendish environment that trains the skill: {S1}." in user
     [metrics] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     assert metrics["model_seconds"] >= 0.5  # the scripted Agent itself takes milliseconds
+
+
+def test_designs_come_every_regen_interval_from_the_first_iteration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # regen_interval 3 over 4 iterations: regenerations at iterations 1 and 4 only
+    phases: list[str] = []
+    policy = ScriptedPolicy(Designer(PLAN))
+    trainer = loopkit.FakeTrainer()
+    design = DesignConfig(envs_per_regen=2, regen_interval=3, skills=(S1, S2), active_skills=2)
+    cfg = loopkit.small_config(tmp_path / "run", iterations=4, design=design)
+    from spade import train as train_module
+
+    class Bar:
+        def __init__(self, *args: object) -> None: ...
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc: object) -> None: ...
+        def phase(self, name: str) -> None:
+            phases.append(name)
+
+        def done(self, metrics: dict) -> None:
+            phases.append("|")
+
+    monkeypatch.setattr(train_module, "_Progress", Bar)
+    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
+    rows_ = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert [m["iteration"] for m in rows_] == [1, 2, 3, 4]
+    assert ["design_attempts" in m for m in rows_] == [True, False, False, True]
+    # the progress display names each phase of each iteration
+    assert "".join(p if p == "|" else p[0] for p in phases) == "dpu|pu|pu|dpu|"
+
+
+def test_timed_sampling_adds_up_over_calls() -> None:
+    from spade.loop import _Timed
+
+    class Slow:
+        def sample(self, prompts, params):
+            time.sleep(0.05)
+            return []
+
+    clock = {"other": 1.0}
+    timed = _Timed(Slow(), clock, "model_s")  # type: ignore[arg-type]
+    for _ in range(3):
+        timed.sample([], None)  # type: ignore[arg-type]
+    assert clock["model_s"] >= 0.15 and clock["other"] == 1.0
+
+
+def test_phase_seeds_fit_in_31_bits() -> None:
+    from spade.loop import _seed
+
+    cfg = loopkit.small_config(Path("unused"), iterations=1)
+    seeds = [_seed(cfg, it, phase) for it in range(50) for phase in ("design", "episodes")]
+    assert all(0 <= s < 2**31 for s in seeds) and max(seeds) > 2**30  # the whole range is used
