@@ -35,6 +35,7 @@ so exactly two plain plays win, whatever the base:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import sqlite3
@@ -510,3 +511,69 @@ def test_phase_seeds_fit_in_31_bits() -> None:
     cfg = loopkit.small_config(Path("unused"), iterations=1)
     seeds = [_seed(cfg, it, phase) for it in range(50) for phase in ("design", "episodes")]
     assert all(0 <= s < 2**31 for s in seeds) and max(seeds) > 2**30  # the whole range is used
+
+
+class SlowTrainer(loopkit.FakeTrainer):
+    def update(self, samples):
+        time.sleep(0.4)
+        return super().update(samples)
+
+
+def test_the_scale_floor_and_the_clock_reach_the_iteration(tmp_path: Path) -> None:
+    # the blend run's closing iteration scales Designer advantages by 6 (see blend_run); a
+    # floor of 20 lifts it to 20. Each iteration updates once (0.4 s) and the first also
+    # designs (0.5 s): both are model time, inside the iteration's own seconds.
+    policy = ScriptedPolicy(Designer(PLAN))
+    sample = policy.sample
+
+    def slow_design(prompts, params):
+        first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
+        if "Environment Designer" in str(first[0].get("content", "")):
+            time.sleep(0.5)
+        return sample(prompts, params)
+
+    policy.sample = slow_design  # type: ignore[method-assign]
+    trainer = SlowTrainer()
+    design = DesignConfig(
+        envs_per_regen=4, regen_interval=2, skills=(S1, S2), active_skills=2, grounding=False
+    )
+    cfg = loopkit.small_config(
+        tmp_path / "run",
+        iterations=2,
+        design=dataclasses.replace(design, scale_floor=20.0),
+        play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
+        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
+    )
+    began = time.perf_counter()
+    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
+    wall = time.perf_counter() - began
+    first, second = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert second["designer_scale"] == 20.0
+    assert first["model_seconds"] >= 0.9 and second["model_seconds"] >= 0.4
+    assert first["seconds"] + second["seconds"] <= wall
+
+
+def test_a_lone_failed_rollout_and_an_empty_band_count_as_they_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the iteration's play keeps one rollout, failed in the sandbox: env_errors counts it once,
+    # mean_turns is its own turn count; a band table with no environments gives zero shares
+    from spade import loop
+    from spade.pool import Pool
+
+    real_play = loop.play
+    kept: list = []
+
+    async def one_failed(*args, **kwargs):
+        first = (await real_play(*args, **kwargs))[0]
+        kept.append(dataclasses.replace(first, error="environment crashed"))
+        return kept[-1:]
+
+    empty = {"frontier": 0, "mastered": 0, "out_of_reach": 0, "total": 0}
+    monkeypatch.setattr(loop, "play", one_failed)
+    monkeypatch.setattr(Pool, "record_bands", lambda self, it, window=None: dict(empty))
+    run(tmp_path / "run", iterations=1)
+    [metrics] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert (metrics["episodes"], metrics["env_errors"]) == (1, 1)
+    assert metrics["mean_turns"] == len(kept[0].episode.turns) > 0
+    assert metrics["band_shares"] == {"frontier": 0.0, "mastered": 0.0, "out_of_reach": 0.0}
