@@ -577,3 +577,43 @@ def test_a_lone_failed_rollout_and_an_empty_band_count_as_they_are(
     assert (metrics["episodes"], metrics["env_errors"]) == (1, 1)
     assert metrics["mean_turns"] == len(kept[0].episode.turns) > 0
     assert metrics["band_shares"] == {"frontier": 0.0, "mastered": 0.0, "out_of_reach": 0.0}
+
+
+def test_plays_are_seeded_per_iteration_and_sampled_as_configured(tmp_path: Path) -> None:
+    # iteration i plays seeds _seed(cfg, i, "episodes") + 0..n-1 (hinted plays on the same),
+    # and the Agent samples with the play config's max_tokens and temperature, seeded per
+    # iteration
+    from spade.loop import _seed
+
+    agent_params: list = []
+    policy = ScriptedPolicy(Designer(PLAN))
+    sample = policy.sample
+
+    def recording(prompts, params):
+        first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
+        system = str(first[0].get("content", ""))
+        if "Environment Designer" not in system and system != HINT_SYSTEM:
+            agent_params.append(params)
+        return sample(prompts, params)
+
+    policy.sample = recording  # type: ignore[method-assign]
+    trainer = loopkit.FakeTrainer()
+    design = DesignConfig(
+        envs_per_regen=4, regen_interval=2, skills=(S1, S2), active_skills=2, grounding=False
+    )
+    play = PlayConfig(plays_per_env=4, active_envs=3, max_turns=3, max_tokens=29, temperature=0.7)
+    cfg = loopkit.small_config(
+        tmp_path / "run",
+        iterations=2,
+        design=design,
+        play=play,
+        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
+    )
+    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
+    for it in (1, 2):
+        seeds = rows(tmp_path / "run", "SELECT DISTINCT seed FROM episodes WHERE iteration = ?", it)
+        base = _seed(cfg, it, "episodes")
+        assert sorted(s for (s,) in seeds) == [base + i for i in range(4)]
+    assert agent_params and {(p.max_tokens, p.temperature) for p in agent_params} == {(29, 0.7)}
+    seeds_used = {p.seed for p in agent_params}
+    assert seeds_used == {_seed(cfg, 1, "play-sample"), _seed(cfg, 2, "play-sample")}
