@@ -535,17 +535,18 @@ def untie_cmd(
     source = resolve_model(ModelConfig(model=model, warm_start=warm_start), form=form)
     target = out if out is not None else Path(str(source).rstrip("/") + "-untied")
     if (target / "config.json").exists() and not force:
-        console.print(f"untied copy (exists; --force rewrites it): {target}")
+        console.print(f"untied copy (exists; --force rewrites it): {target}", soft_wrap=True)
     else:
         try:
             untie_embeddings(source, target)
         except ValueError as e:
             console.print(f"spade untie: {e}")
             return 2
-        console.print(f"untied copy of {source}: {target}")
+        console.print(f"untied copy of {source}: {target}", soft_wrap=True)
     console.print(
         f"serve it: MODEL={target} recipes/vllm_server.sh\n"
-        f"train it: spade train --model {target} --vllm-urls URL ..."
+        f"train it: spade train --model {target} --vllm-urls URL ...",
+        soft_wrap=True,
     )
     return 0
 
