@@ -617,3 +617,39 @@ def test_plays_are_seeded_per_iteration_and_sampled_as_configured(tmp_path: Path
     assert agent_params and {(p.max_tokens, p.temperature) for p in agent_params} == {(29, 0.7)}
     seeds_used = {p.seed for p in agent_params}
     assert seeds_used == {_seed(cfg, 1, "play-sample"), _seed(cfg, 2, "play-sample")}
+
+
+def test_time_is_split_between_sampling_and_environments(tmp_path: Path) -> None:
+    # the Designer's call sleeps 2 s and each Agent call 0.1 s: model time holds all of it;
+    # environment time is the rest of the design and play phases, never negative (it would be
+    # if play subtracted the Designer's sampling too)
+    agent_calls: list[int] = []
+    policy = ScriptedPolicy(Designer(PLAN))
+    sample = policy.sample
+
+    def slow(prompts, params):
+        first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
+        system = str(first[0].get("content", ""))
+        if "Environment Designer" in system:
+            time.sleep(2.0)
+        elif system != HINT_SYSTEM:
+            agent_calls.append(len(prompts))
+            time.sleep(0.1)
+        return sample(prompts, params)
+
+    policy.sample = slow  # type: ignore[method-assign]
+    trainer = loopkit.FakeTrainer()
+    design = DesignConfig(
+        envs_per_regen=4, regen_interval=2, skills=(S1, S2), active_skills=2, grounding=False
+    )
+    cfg = loopkit.small_config(
+        tmp_path / "run",
+        iterations=1,
+        design=design,
+        play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
+        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
+    )
+    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
+    [m] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert agent_calls and m["model_seconds"] >= 2.0 + 0.1 * len(agent_calls)
+    assert 0.0 <= m["env_seconds"] and m["model_seconds"] + m["env_seconds"] <= m["seconds"]
