@@ -53,7 +53,7 @@ class _CpuInfo:
 )
 def test_without_torch_probes_the_kernels_cpu_flags_decide(monkeypatch, flags, native) -> None:
     for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"):
-        monkeypatch.setattr(torch.cpu, name, None, raising=False)
+        monkeypatch.delattr(torch.cpu, name, raising=False)  # torch < 2.3 has neither
     monkeypatch.setattr(_CpuInfo, "text", flags)
     monkeypatch.setattr(ts, "Path", _CpuInfo)
     assert ts.cpu_has_native_bf16() is native
@@ -191,6 +191,25 @@ def test_freezing_keeps_the_top_layers_and_the_norm(tiny_model) -> None:
         ts.freeze_lower_layers(model, 0)
 
 
+def test_a_decoder_without_a_final_norm_freezes_its_lower_layers() -> None:
+    class Decoder(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layers = torch.nn.ModuleList([torch.nn.Linear(2, 2) for _ in range(3)])
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.decoder = Decoder()
+
+        def get_decoder(self):
+            return self.decoder
+
+    model = Model()
+    ts.freeze_lower_layers(model, 2)
+    assert [layer.weight.requires_grad for layer in model.decoder.layers] == [False, True, True]
+
+
 def test_freezing_needs_decoder_layers() -> None:
     class Flat(torch.nn.Module):
         def get_decoder(self):
@@ -203,14 +222,46 @@ def test_freezing_needs_decoder_layers() -> None:
 def test_lora_settings_reach_peft(tiny_model) -> None:
     pytest.importorskip("peft")
     _, model = tiny_model
-    settings = ts.LoraSettings(r=4, alpha=12, dropout=0.1, target_modules=("q_proj", "v_proj"))
+    # not peft's own default (q_proj, v_proj), so the setting must get through
+    settings = ts.LoraSettings(r=4, alpha=12, dropout=0.1, target_modules=("k_proj", "o_proj"))
     wrapped = ts.with_lora(model, settings)
     config = wrapped.peft_config["default"]
     assert (config.r, config.lora_alpha, config.lora_dropout) == (4, 12, 0.1)
-    assert set(config.target_modules) == {"q_proj", "v_proj"}
+    assert set(config.target_modules) == {"k_proj", "o_proj"}
+    assert config.task_type == "CAUSAL_LM"
     trainable = [n for n, p in wrapped.named_parameters() if p.requires_grad]
     assert trainable and all("lora_" in n for n in trainable)
-    assert all("q_proj" in n or "v_proj" in n for n in trainable)
+    assert all("k_proj" in n or "o_proj" in n for n in trainable)
+
+
+def test_lora_on_all_linear_layers_by_default(tiny_model) -> None:
+    pytest.importorskip("peft")
+    _, model = tiny_model
+    wrapped = ts.with_lora(model, ts.LoraSettings(r=2))
+    adapted = {n.split(".lora_")[0].rsplit(".", 1)[-1] for n, _ in wrapped.named_parameters()}
+    assert {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"} <= adapted
+    assert not any("lm_head.lora" in n for n, _ in wrapped.named_parameters())
+
+
+def test_lora_without_peft_says_what_to_install(tiny_model, monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "peft", None)  # as if not installed
+    with pytest.raises(ImportError, match=r"^LoRA needs peft: pip install 'spade-rl\[lora\]'$"):
+        ts.with_lora(tiny_model[1], ts.LoraSettings())
+
+
+def test_a_lora_backend_exports_its_adapter_alone(make_local, tmp_path) -> None:
+    pytest.importorskip("peft")
+    from safetensors.torch import load_file
+
+    lora = make_local(lora=ts.LoraSettings(r=2, alpha=4))
+    out = lora.export_adapter(tmp_path / "adapter")
+    assert json.loads((out / "adapter_config.json").read_text())["r"] == 2
+    tensors = load_file(str(out / "adapter_model.safetensors"))
+    assert tensors and all("lora_" in name for name in tensors)
+    with pytest.raises(ValueError, match="trains full weights"):
+        make_local().export_adapter(tmp_path / "none")
 
 
 def test_an_untied_copy_has_its_own_head_and_the_same_outputs(tiny_model, tmp_path) -> None:
@@ -230,3 +281,44 @@ def test_an_untied_copy_has_its_own_head_and_the_same_outputs(tiny_model, tmp_pa
     assert not torch.equal(untied.lm_head.weight, embed)
     with pytest.raises(ValueError, match="not tied"):
         ts.untie_embeddings(str(out), tmp_path / "again")
+
+
+def test_untying_keeps_the_dtype_and_writes_anywhere(tiny_model, tmp_path) -> None:
+    from safetensors.torch import load_file
+
+    path, model = tiny_model
+    half = tmp_path / "bf16"
+    model.to(torch.bfloat16).save_pretrained(half)
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(path).save_pretrained(half)
+    out = ts.untie_embeddings(str(half), tmp_path / "a" / "b" / "untied")  # parents created
+    tensors = load_file(str(out / "model.safetensors"))
+    assert {t.dtype for t in tensors.values()} == {torch.bfloat16}  # loaded as saved ("auto")
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    assert ts.untie_embeddings(path, existing) == existing  # an existing folder is fine
+
+
+def test_untying_a_model_without_an_output_layer_or_with_a_text_config(
+    tiny_model, tmp_path, monkeypatch
+) -> None:
+    from transformers import AutoModelForCausalLM, PretrainedConfig
+
+    path, model = tiny_model
+    load = AutoModelForCausalLM.from_pretrained
+    monkeypatch.setattr(type(model), "get_output_embeddings", lambda self: None)
+    with pytest.raises(ValueError, match="ForCausalLM has no output embeddings to untie"):
+        ts.untie_embeddings(path, tmp_path / "x")
+    monkeypatch.undo()
+
+    def nested(*args, **kwargs):  # a multimodal-style config that nests the text model's
+        m = load(*args, **kwargs)
+        m.config.text_config = PretrainedConfig(tie_word_embeddings=True)
+        return m
+
+    monkeypatch.setattr(AutoModelForCausalLM, "from_pretrained", nested)
+    out = ts.untie_embeddings(path, tmp_path / "nested")
+    config = json.loads((out / "config.json").read_text())
+    assert config["tie_word_embeddings"] is False
+    assert config["text_config"]["tie_word_embeddings"] is False
