@@ -36,9 +36,11 @@ def _model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def torch_threads() -> None:
+    """Two torch threads, or SPADE_TEST_THREADS (mutmut runs with 1: two workers share the
+    cores, and idle OpenMP threads spinning count against each worker's CPU-time limit)."""
     import torch
 
-    torch.set_num_threads(min(2, os.cpu_count() or 1))
+    torch.set_num_threads(int(os.environ.get("SPADE_TEST_THREADS", min(2, os.cpu_count() or 1))))
 
 
 @pytest.fixture
