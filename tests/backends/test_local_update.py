@@ -5,6 +5,8 @@ weight-decay groups. Numbers are derived in the comments; none is read back from
 from __future__ import annotations
 
 import math
+import pickle
+import re
 
 import pytest
 
@@ -293,3 +295,96 @@ def test_truncated_importance_sampling_weights_each_token_by_the_capped_mismatch
     # without TIS the same drifted samples are a ratio of 3, clipped: a different update
     off = make_local(weight_decay=0.0, max_grad_norm=0.0)
     assert off.update(drifted)["clip_frac"] > 0
+
+
+def _prompted(prompt: int, n_reply: int, first: int) -> Sample:
+    """`prompt` untrained tokens then `n_reply` trained ones, ids counting up from `first` (all
+    distinct, so each id's embedding row is used at one position only)."""
+    ids = tuple(range(first, first + prompt + n_reply))
+    return Sample(ids, (0,) * prompt + (1,) * n_reply, (0.0,) * len(ids), 0.0, "agent")
+
+
+def test_sft_step_counts_steps_clips_only_with_a_norm_and_says_what_is_missing(make_local):
+    backend = make_local(learning_rate=1e-2, max_grad_norm=0.0)  # 0: no clipping
+    samples = [_sample(4, 0.0)]
+    out = backend.sft_step(samples)
+    m = [s["exp_avg"].double() for s in backend.optimizer.state.values()]
+    # the first moment is 0.1 x the whole (unclipped) gradient
+    assert float(torch.sqrt(sum((x**2).sum() for x in m))) == pytest.approx(
+        0.1 * out["grad_norm"], rel=1e-3
+    )
+    backend.sft_step(samples)
+    assert backend.step == 2
+    with pytest.raises(ValueError, match=r"^sft_step needs samples with trained tokens$"):
+        backend.sft_step([Sample((1, 2), (0, 0), (0.0, 0.0), 0.0, "agent")])
+
+
+def test_sft_step_prompt_gradient_reaches_the_prompt_embeddings_or_not(make_local, tmp_path):
+    # the first prompt token's id occurs nowhere else: in a model with its own LM head (untied,
+    # so no row gets a gradient through the output layer) its embedding row gets a gradient
+    # only if the prompt ran with gradient. Without it, sequences with different prompt
+    # lengths (each trained on its own) give the same NLL as with it.
+    from spade.backends.tiny import tiny_model_path
+    from spade.backends.torch_setup import untie_embeddings
+
+    make_local()
+    untied = str(untie_embeddings(tiny_model_path("tiny-test"), tmp_path / "untied"))
+    samples = [_prompted(6, 3, first=40), _prompted(2, 4, first=60)]
+    full = make_local(model=untied, learning_rate=1e-2)
+    stopped = make_local(model=untied, learning_rate=1e-2)
+    a = full.sft_step(samples)
+    b = stopped.sft_step(samples, prompt_gradient=False)
+    assert b["nll"] == pytest.approx(a["nll"], rel=1e-5)
+
+    def first_moment_of(backend, token: int) -> float:
+        embedding = backend.model.get_input_embeddings().weight
+        return float(backend.optimizer.state[embedding]["exp_avg"][token].abs().sum())
+
+    assert first_moment_of(full, 40) > 0 and first_moment_of(full, 60) > 0
+    assert first_moment_of(stopped, 40) == 0 and first_moment_of(stopped, 60) == 0
+
+
+class _NotATensor:
+    pass
+
+
+def test_checkpoints_go_anywhere_and_foreign_ones_are_refused_with_reasons(make_local, tmp_path):
+    import json
+
+    a = make_local()
+    ckpt = tmp_path / "runs" / "x" / "ckpt"  # parents created
+    a.save(ckpt)
+    a.save(ckpt)  # and an existing folder overwritten
+    state = json.loads((ckpt / "state.json").read_text())
+    assert state["step"] == 0 and state["model_path"] == a.model_path
+    assert state["config"]["seed"] == a.config.seed
+    # another tokenizer: refused, naming both models
+    state.update(tokenizer_sha256="0" * 64, model_path="/models/other")
+    (ckpt / "state.json").write_text(json.dumps(state))
+    message = (
+        f"checkpoint {ckpt} was trained with another tokenizer (model /models/other); this "
+        f"backend uses {a.model_path}. Point LocalConfig.model at the checkpoint's model."
+    )
+    with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
+        a.load(ckpt)
+    # weights of another model: the first 5 missing and unexpected names only
+    a.save(ckpt)
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(ckpt / "weights.safetensors"))
+    names = sorted(tensors)[:7]
+    for i, name in enumerate(names):
+        tensors[f"other.{i}"] = tensors.pop(name)
+    save_file(tensors, str(ckpt / "weights.safetensors"))
+    shown = f"missing {names[:5]}, unexpected {[f'other.{i}' for i in range(5)]}"
+    with pytest.raises(ValueError, match=re.escape(shown) + "$"):
+        a.load(ckpt)
+    # a pickle that is not plain tensors (a checkpoint from elsewhere) is not unpickled
+    a.save(ckpt)
+    torch.save({"torch": _NotATensor()}, ckpt / "rng.pt")
+    with pytest.raises(pickle.UnpicklingError, match=r"Weights only load failed"):
+        a.load(ckpt)
+    a.save(ckpt)
+    torch.save({"state": {0: _NotATensor()}, "param_groups": []}, ckpt / "optimizer.pt")
+    with pytest.raises(pickle.UnpicklingError, match=r"Weights only load failed"):
+        a.load(ckpt)
