@@ -388,3 +388,22 @@ def test_checkpoints_go_anywhere_and_foreign_ones_are_refused_with_reasons(make_
     torch.save({"state": {0: _NotATensor()}, "param_groups": []}, ckpt / "optimizer.pt")
     with pytest.raises(pickle.UnpicklingError, match=r"Weights only load failed"):
         a.load(ckpt)
+
+
+def test_a_sample_without_trained_tokens_changes_nothing_in_an_update(make_local):
+    # micro-batches of one sample each: the untrained one comes first and must be skipped,
+    # not end the update; the result equals the update without it
+    untrained = Sample((5, 6, 7), (0, 0, 0), (0.0,) * 3, 1.0, "agent")
+    a, b = make_local(micro_batch_tokens=8), make_local(micro_batch_tokens=8)
+    batch = _batch(a)
+    ma = a.update([untrained, *batch])
+    mb = b.update(batch)
+    assert _same(_state(a), _state(b))
+    assert ma["pg_loss"] == pytest.approx(mb["pg_loss"], rel=1e-6)
+    with pytest.raises(ValueError, match=r"^update needs at least one sample$"):
+        a.update([])
+
+
+def test_scores_start_with_a_zero(make_local):
+    backend = make_local()
+    assert all(row[0] == 0.0 for row in backend.score(_batch(backend)))  # no logprob for token 0
