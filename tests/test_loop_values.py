@@ -131,6 +131,12 @@ def run(
     return summary, trainer
 
 
+def _system(prompts) -> str:
+    """The system message of a sampling call's first prompt (a Prompt or a message list)."""
+    first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
+    return str(first[0].get("content", ""))
+
+
 def rows(run_dir: Path, sql: str, *args: object) -> list[tuple]:
     with sqlite3.connect(run_dir / "pool.sqlite") as db:
         return db.execute(sql, args).fetchall()
@@ -399,8 +405,7 @@ def test_design_sampling_is_seeded_per_iteration(tmp_path: Path) -> None:
     sample = policy.sample
 
     def recording(prompts, params):
-        first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
-        if "Environment Designer" in str(first[0].get("content", "")):
+        if "Environment Designer" in _system(prompts):
             seeds.append(params.seed)
         return sample(prompts, params)
 
@@ -425,8 +430,7 @@ def test_the_design_request_follows_the_design_config(tmp_path: Path) -> None:
     sample = policy.sample
 
     def recording(prompts, params):
-        first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
-        system = str(first[0].get("content", ""))
+        system = _system(prompts)
         if "Environment Designer" in system:
             time.sleep(0.5)  # the Designer's sampling time must count as model time
             for p in prompts:
@@ -527,8 +531,7 @@ def test_the_scale_floor_and_the_clock_reach_the_iteration(tmp_path: Path) -> No
     sample = policy.sample
 
     def slow_design(prompts, params):
-        first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
-        if "Environment Designer" in str(first[0].get("content", "")):
+        if "Environment Designer" in _system(prompts):
             time.sleep(0.5)
         return sample(prompts, params)
 
@@ -590,8 +593,7 @@ def test_plays_are_seeded_per_iteration_and_sampled_as_configured(tmp_path: Path
     sample = policy.sample
 
     def recording(prompts, params):
-        first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
-        system = str(first[0].get("content", ""))
+        system = _system(prompts)
         if "Environment Designer" not in system and system != HINT_SYSTEM:
             agent_params.append(params)
         return sample(prompts, params)
@@ -628,8 +630,7 @@ def test_time_is_split_between_sampling_and_environments(tmp_path: Path) -> None
     sample = policy.sample
 
     def slow(prompts, params):
-        first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
-        system = str(first[0].get("content", ""))
+        system = _system(prompts)
         if "Environment Designer" in system:
             time.sleep(2.0)
         elif system != HINT_SYSTEM:
