@@ -407,3 +407,20 @@ def test_a_sample_without_trained_tokens_changes_nothing_in_an_update(make_local
 def test_scores_start_with_a_zero(make_local):
     backend = make_local()
     assert all(row[0] == 0.0 for row in backend.score(_batch(backend)))  # no logprob for token 0
+
+
+@pytest.mark.parametrize("micro_batch_tokens", [8, 4096])  # one micro-batch per sample, or one
+def test_tis_metrics_and_token_counts_add_up_over_micro_batches(make_local, micro_batch_tokens):
+    # three samples whose sampler was off by log 2, 0 and log 4 (weights 2, 1, 4; cap 10):
+    # the mean TIS weight over the 4 + 3 + 2 trained tokens is (2*4 + 1*3 + 4*2) / 9 = 19/9,
+    # in one micro-batch or three, and over two minibatches every trained token is counted
+    backend = make_local(tis_cap=10.0, micro_batch_tokens=micro_batch_tokens, num_minibatches=2)
+    samples = [
+        _with_ratios(backend, _sample(4, 1.0), [2.0] * 4),
+        _with_ratios(backend, _sample(3, -1.0, offset=40), [1.0] * 3),
+        _with_ratios(backend, _sample(2, 1.0, offset=80), [4.0] * 2),
+    ]
+    metrics = backend.update(samples)
+    assert metrics["tis_weight"] == pytest.approx(19 / 9, rel=1e-4)
+    assert metrics["tis_capped"] == 0.0
+    assert metrics["trained_tokens"] == 9.0
