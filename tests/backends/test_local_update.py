@@ -424,3 +424,15 @@ def test_tis_metrics_and_token_counts_add_up_over_micro_batches(make_local, micr
     assert metrics["tis_weight"] == pytest.approx(19 / 9, rel=1e-4)
     assert metrics["tis_capped"] == 0.0
     assert metrics["trained_tokens"] == 9.0
+
+
+def test_a_minibatch_without_trained_tokens_is_skipped_and_one_token_trains(make_local):
+    # two minibatches: the first holds only an untrained sample (no optimizer step), the second
+    # a single trained token; the result equals one update on that sample alone
+    untrained = Sample((5, 6, 7), (0, 0, 0), (0.0,) * 3, 1.0, "agent")
+    a, b = make_local(num_minibatches=2), make_local()
+    one = _with_ratios(a, _sample(1, 1.0), [1.0])
+    a.update([untrained, one])
+    b.update([one])
+    assert _same(_state(a), _state(b))
+    assert not _same(_state(a), _state(make_local()))  # and it did train
