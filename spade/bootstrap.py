@@ -225,7 +225,7 @@ def bootstrap(
     if not sequences:
         raise ValueError(f"every example is longer than max_length={max_length} tokens")
     build_seconds = time.monotonic() - built
-    counts = {role: sum(q.role == role for q in sequences) for role in ("designer", "agent")}
+    counts = {role: sum(q.role == role for q in sequences) for role in ROLES}
     _say(
         progress,
         f"bootstrap: {counts['designer']} Designer and {counts['agent']} Agent sequences "

@@ -107,7 +107,7 @@ def _with_vllm(cfg: TrainConfig, model: str, models: Models) -> Models:
     if not cfg.model.vllm_urls:
         return models
     from spade.backends.vllm import VLLMConfig, VLLMPolicy
-    from spade.backends.weight_sync import SyncedTrainer, VLLMWeightSync
+    from spade.backends.weight_sync import SyncedTrainer, VLLMWeightSync, local_copy
 
     config = VLLMConfig(
         tuple(cfg.model.vllm_urls),
@@ -116,8 +116,7 @@ def _with_vllm(cfg: TrainConfig, model: str, models: Models) -> Models:
         api_key_env=cfg.model.openai_api_key_env,
     )
     trainer: Any = models.agent_trainer
-    local: Any = getattr(trainer, "policy", None) or trainer  # FSDPTrainer's rank-0 copy
-    policy = VLLMPolicy(config, tokenizer=getattr(local, "tokenizer", None))
+    policy = VLLMPolicy(config, tokenizer=getattr(local_copy(trainer), "tokenizer", None))
     sync = VLLMWeightSync(
         policy,
         cfg.run_dir / "weights",

@@ -162,8 +162,11 @@ class VLLMWeightSync:
                     rpc = {"method": "reload_weights", "kwargs": {"weights_path": str(path)}}
                     self._post(root + "/collective_rpc", rpc)
                 elif self.transfer == "lora":
-                    adapter = {"lora_name": self.lora_name, "lora_path": str(path)}
-                    body = {**adapter, "load_inplace": True}
+                    body = {
+                        "lora_name": self.lora_name,
+                        "lora_path": str(path),
+                        "load_inplace": True,
+                    }
                     # vLLM answers this one in plain text
                     self._post(url.rstrip("/") + "/load_lora_adapter", body, text_ok=True)
                 else:
@@ -307,9 +310,14 @@ class SyncedTrainer:
             close()
 
 
+def local_copy(trainer: Any) -> Any:
+    """The in-process backend holding `trainer`'s full weights: FSDPTrainer's rank-0 sampling
+    copy, else the trainer itself (a LocalBackend)."""
+    return getattr(trainer, "policy", None) or trainer
+
+
 def _model_of(trainer: Any) -> Any:
-    holder = getattr(trainer, "policy", None) or trainer  # FSDPTrainer exports its rank-0 copy
-    return getattr(holder, "model", None)
+    return getattr(local_copy(trainer), "model", None)
 
 
 def _ties_embeddings(trainer: Any) -> bool:
@@ -318,8 +326,7 @@ def _ties_embeddings(trainer: Any) -> bool:
 
 
 def _has_lora(trainer: Any) -> bool:
-    holder = getattr(trainer, "policy", None) or trainer
-    return getattr(getattr(holder, "config", None), "lora", None) is not None
+    return getattr(getattr(local_copy(trainer), "config", None), "lora", None) is not None
 
 
 def _own_address() -> str:
