@@ -4,11 +4,15 @@
         tests/backends/test_ppo.py tests/backends/test_local_update.py tests/backends/test_local.py
     python tests/plant_timeouts.py --status survived spade/windows.py "spade.windows*" \\
         tests/test_windows.py          # re-check survivors after writing tests for them
+    python tests/plant_timeouts.py --status any spade/loop.py \\
+        "spade.loop.x__update__mutmut_3,spade.loop.x__update__mutmut_7" tests/test_loop.py -k upd
 
 A mutmut "timeout" on a backend function usually means the slow tests covering it ran past
 mutmut's limit before the fast test that kills it, or that nothing kills it. For every mutant
-`mutmut results` lists as timed out under the name pattern, this applies its one-line diff
-(`mutmut show`) to the source file, runs the given test files with `-x`, prints killed or
+`mutmut results` lists as timed out under the name pattern (fnmatch patterns joined by commas;
+`--status survived` for survivors, `--status any` for any state, unchecked included), this
+applies its one-line diff
+(`mutmut show`) to the source file, runs pytest with `-x` and the arguments given, prints killed or
 SURVIVED, and restores the file (also on Ctrl-C). Multi-line or ambiguous diffs are reported, not
 planted. Not collected by pytest.
 """
@@ -28,7 +32,7 @@ def timed_out(pattern: str, status: str = "timeout") -> list[str]:
     names = []
     for line in out.splitlines():
         name, _, state = line.strip().partition(": ")
-        if state == status and fnmatch.fnmatch(name, pattern):
+        if status in (state, "any") and any(fnmatch.fnmatch(name, p) for p in pattern.split(",")):
             names.append(name)
     return names
 

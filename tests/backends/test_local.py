@@ -82,6 +82,67 @@ def test_end_of_turn_token_ends_the_reply_and_is_kept(local):
     )
 
 
+def test_a_special_token_ends_the_reply_and_is_left_out_of_its_text(local):
+    # the output layer is nudged so that the third token is <|im_end|>, a special token: it ends
+    # the reply and stays in the ids (the trainer learns to end turns), but not in the text
+    end = local.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert end in local.eot_ids and "<|im_end|>" in local.tokenizer.all_special_tokens
+    calls = []
+
+    def third_token_ends(module, inputs, logits):
+        calls.append(1)  # one call per token: the prompt's prefill gives the first
+        if len(calls) != 3:
+            return logits
+        bonus = torch.zeros(logits.shape[-1])
+        bonus[end] = 1e4
+        return logits + bonus
+
+    handle = local.model.get_output_embeddings().register_forward_hook(third_token_ends)
+    try:
+        [c] = local.sample(PROMPTS[:1], SamplingParams(max_tokens=8, seed=11))
+    finally:
+        handle.remove()
+    assert len(c.completion_ids) == 3 and c.completion_ids[-1] == end
+    assert c.finish_reason == "stop"
+    assert c.text == local.tokenizer.decode(c.completion_ids[:2]) and "<|im_end|>" not in c.text
+
+
+def test_a_stop_string_is_seen_across_byte_tokens_and_in_special_tokens(local):
+    # "x🂡🂡" is 9 byte-level tokens (4 per card): the check looks back over 4 tokens per
+    # character of the longest stop string (+4), so the whole stop string is in view
+    hit = local._stop_checker(("🂡🂡",))
+    ids = local.tokenizer.encode("x🂡🂡", add_special_tokens=False)
+    assert len(ids) == 9
+    assert hit(ids) and not hit(ids[:-1])
+    special = local._stop_checker(("<|im_start|>",))  # a stop string may be a special token's
+    chat = local.tokenizer.encode("ab<|im_start|>", add_special_tokens=False)
+    assert special(chat) and not special(chat[:-1])
+    assert local._stop_checker(()) is None
+
+
+def test_unseeded_calls_draw_fresh_reproducible_seeds(make_local, monkeypatch):
+    import spade.backends.local as local_module
+
+    drawn: list[int] = []
+    row_seeds = local_module.row_seeds
+
+    def record(base: int, n: int) -> list[int]:
+        drawn.append(base)
+        return row_seeds(base, n)
+
+    monkeypatch.setattr(local_module, "row_seeds", record)
+    for seed in (0, 0, 1):
+        backend = make_local(seed=seed)
+        for _ in range(48):
+            backend.sample(PROMPTS[2:], SamplingParams(max_tokens=1))
+    a, b, c = drawn[:48], drawn[48:96], drawn[96:]
+    assert a == b  # the backend's seed fixes the draws
+    assert len(set(a)) == 48 and not set(a) & set(c)  # each call a new stream, per backend seed
+    assert all(0 <= s < 2**62 for s in drawn)
+    backend.sample(PROMPTS[2:], SamplingParams(max_tokens=1, seed=5))
+    assert drawn[-1] == 5  # a given seed is used as it is
+
+
 def test_extend_appends_only_the_template_delta(local):
     params = SamplingParams(max_tokens=6, seed=8)
     first = Prompt.of(PROMPTS[0])
@@ -139,6 +200,23 @@ def test_kl_to_the_frozen_reference(make_local):
     assert second["kl_ref"] > 0
     assert second["loss"] == pytest.approx(second["pg_loss"] + 0.1 * second["kl_ref"])
     assert make_local().ref_model is None  # default: no second copy held
+
+
+def test_with_lora_the_kl_reference_is_the_base_model(make_local):
+    pytest.importorskip("peft")
+    from spade.backends.torch_setup import LoraSettings
+
+    backend = make_local(lora=LoraSettings(r=2, alpha=4), kl_coef=0.1, learning_rate=5e-2)
+    assert backend.ref_model is None  # no second copy: the adapter switched off is the reference
+    samples = _episodes(backend)
+    first = backend.update(samples)
+    assert first["kl_ref"] == pytest.approx(0.0, abs=1e-6)  # LoRA's B starts at 0
+    assert backend.update(samples)["kl_ref"] > 0
+    base = make_local()  # the same base weights without an adapter
+    for s in samples:
+        batch = backend._collate([s])
+        expected = base._logprobs(base.model, batch, batch["mask"].bool())[0]
+        assert torch.allclose(backend._reference_logprobs(batch), expected, atol=1e-5)
 
 
 def test_export_gives_a_folder_the_backend_loads(local, make_local, tmp_path):
