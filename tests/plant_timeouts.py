@@ -11,10 +11,8 @@ A mutmut "timeout" on a backend function usually means the slow tests covering i
 mutmut's limit before the fast test that kills it, or that nothing kills it. For every mutant
 `mutmut results` lists as timed out under the name pattern (fnmatch patterns joined by commas;
 `--status survived` for survivors, `--status any` for any state, unchecked included), this
-applies its one-line diff
-(`mutmut show`) to the source file, runs pytest with `-x` and the arguments given, prints killed or
-SURVIVED, and restores the file (also on Ctrl-C). Multi-line or ambiguous diffs are reported, not
-planted. Not collected by pytest.
+applies it to the source file (`mutmut apply`), runs pytest with `-x` and the arguments given,
+prints killed or SURVIVED, and restores the file (also on Ctrl-C). Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -49,18 +47,17 @@ def main() -> int:
     survived = 0
     try:
         for name in timed_out(pattern, status):
-            diff = subprocess.run(["mutmut", "show", name], capture_output=True, text=True).stdout
-            minus = [line[2:] for line in diff.splitlines() if line.startswith("- ")]
-            plus = [line[2:] for line in diff.splitlines() if line.startswith("+ ")]
-            if len(minus) != 1 or len(plus) != 1 or original.count(minus[0]) != 1:
-                print(f"{name}: not planted (multi-line or ambiguous diff)")
+            applied = subprocess.run(["mutmut", "apply", name], capture_output=True, text=True)
+            if applied.returncode != 0 or source.read_text() == original:
+                print(f"{name}: not planted ({applied.stderr.strip() or 'no change'})")
+                source.write_text(original)
                 continue
-            source.write_text(original.replace(minus[0], plus[0]))
             run = subprocess.run(
                 [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
                 capture_output=True,
                 text=True,
             )
+            source.write_text(original)
             verdict = "killed" if run.returncode != 0 else "SURVIVED"
             survived += verdict == "SURVIVED"
             print(f"{name}: {verdict}", flush=True)

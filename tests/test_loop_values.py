@@ -654,3 +654,89 @@ def test_time_is_split_between_sampling_and_environments(tmp_path: Path) -> None
     [m] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     assert agent_calls and m["model_seconds"] >= 2.0 + 0.1 * len(agent_calls)
     assert 0.0 <= m["env_seconds"] and m["model_seconds"] + m["env_seconds"] <= m["seconds"]
+
+
+LONG_ENV = '''"""Say anything; the game ends at the tenth reply.
+
+skill: Magic Numbers
+hint: Keep going.
+difficulty: 1-3
+turns: multi
+"""
+
+import time
+
+
+class LongEnv:
+    def __init__(self, max_turns=20, difficulty=2, pause=0.0):
+        self.max_turns = max_turns
+        self.pause = pause
+
+    def reset(self, seed=None):
+        self.turn = 0
+        return "Start. " + "x" * 600, {}
+
+    def step(self, action):
+        time.sleep(self.pause)
+        self.turn += 1
+        return "Again. " + "x" * 600, float(self.turn == 10), self.turn == 10, False, {}
+
+    def solution(self):
+        return ["go"] * 10
+'''
+
+
+def _long_run(run_dir: Path, designer_sleep: float = 0.0, pause: float = 0.0, **settings: object):
+    """One iteration playing LONG_ENV (the pool's only environment; no design is valid)."""
+    from spade.pool import Pool
+    from spade.types import Program
+    from spade.validate import Verdict
+
+    run_dir.mkdir(parents=True)
+    program = Program.from_code(LONG_ENV.replace("pause=0.0", f"pause={pause}"), source="tests")
+    with Pool(run_dir / "pool.sqlite") as pool:
+        pool.add_program(program, Verdict(program.env_id, True), 0, {})
+
+    def reply(messages: Sequence[Message]) -> str:
+        if "Environment Designer" in str(messages[0].get("content", "")):
+            time.sleep(designer_sleep)
+            return "no code here"
+        return "go"
+
+    trainer = loopkit.FakeTrainer()
+    policy = ScriptedPolicy(reply)
+    cfg = loopkit.small_config(run_dir, iterations=1, **settings)
+    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
+    turns = [t for (t,) in rows(run_dir, "SELECT turns FROM episodes")]
+    [m] = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    return turns, m
+
+
+def test_plays_stop_at_max_turns_and_at_the_context_limit(tmp_path: Path) -> None:
+    # LONG_ENV ends at the tenth reply; every observation is ~600 bytes, i.e. ~600 tokens of the
+    # scripted policy. With room for 100,000 tokens the play's max_turns (3) ends each episode;
+    # with the default 2,048 (minus the 32 tokens of a reply) the context ends them sooner than
+    # max_turns 8 does
+    wide = dataclasses.replace(loopkit.small_config(tmp_path).model, max_context_tokens=100_000)
+    turns, _ = _long_run(
+        tmp_path / "turns", play=PlayConfig(plays_per_env=2, active_envs=1, max_turns=3), model=wide
+    )
+    assert turns == [3, 3]
+    turns, _ = _long_run(
+        tmp_path / "context", play=PlayConfig(plays_per_env=2, active_envs=1, max_turns=8)
+    )
+    assert len(turns) == 2 and len(set(turns)) == 1 and 1 <= turns[0] < 8
+
+
+def test_play_time_is_net_of_its_own_sampling_only(tmp_path: Path) -> None:
+    # the Designer's call sleeps 3 s, the one episode's one step 1 s in the sandbox: environment
+    # time is at least that second (it would lose the Designer's 3 s if the play phase took all
+    # of the iteration's model time as its own sampling)
+    turns, m = _long_run(
+        tmp_path / "run",
+        designer_sleep=3.0,
+        pause=1.0,
+        play=PlayConfig(plays_per_env=1, active_envs=1, max_turns=1),
+    )
+    assert turns == [1]
+    assert m["model_seconds"] >= 3.0 and m["env_seconds"] >= 1.0
