@@ -260,8 +260,32 @@ def test_a_lora_backend_exports_its_adapter_alone(make_local, tmp_path) -> None:
     assert json.loads((out / "adapter_config.json").read_text())["r"] == 2
     tensors = load_file(str(out / "adapter_model.safetensors"))
     assert tensors and all("lora_" in name for name in tensors)
-    with pytest.raises(ValueError, match="trains full weights"):
+    with pytest.raises(
+        ValueError, match=r"^export_adapter: this backend trains full weights, not a LoRA adapter$"
+    ):
         make_local().export_adapter(tmp_path / "none")
+
+
+def test_a_lora_backend_exports_merged_weights_and_keeps_its_adapter(make_local, tmp_path) -> None:
+    # export merges the adapter into a copy: the folder is a plain model that samples what the
+    # LoRA backend samples, and the backend itself keeps training its adapter
+    pytest.importorskip("peft")
+    from spade.backends import SamplingParams, episode_sample
+
+    lora = make_local(lora=ts.LoraSettings(r=2, alpha=4), learning_rate=5e-2)
+    prompts = [[{"role": "user", "content": "Guess a number between 1 and 10."}]]
+    params = SamplingParams(max_tokens=8, seed=3)
+    samples = [episode_sample(lora.sample(prompts, params), 1.0, "agent")]
+    lora.update(samples)
+    before = lora.sample(prompts, params)
+    merged = make_local(model=str(lora.export(tmp_path / "merged")))
+    assert not any("lora_" in name for name, _ in merged.model.named_parameters())
+    assert [c.completion_ids for c in merged.sample(prompts, params)] == [
+        c.completion_ids for c in before
+    ]
+    assert lora.sample(prompts, params) == before  # the backend's model was not merged in place
+    trainable = [n for n, p in lora.model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
 
 
 def test_an_untied_copy_has_its_own_head_and_the_same_outputs(tiny_model, tmp_path) -> None:
