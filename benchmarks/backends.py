@@ -125,6 +125,43 @@ class _null:
         return False
 
 
+WORDS = "north east south west wall key door lever box goal".split()
+
+
+def play_turns(policy, conversations, turns, turn_tokens, observation_words):
+    """(generated tokens, seconds, longest final context) over `turns` turns of `conversations`
+    conversations: a 150-word first message, replies up to `turn_tokens` tokens at T=1, then
+    observations of `observation_words` words, extended token-in/token-out. Also driven by
+    `vllm_rollouts.py` for vLLM."""
+    prompts = [
+        Prompt.of(
+            [
+                {
+                    "role": "user",
+                    "content": " ".join(WORDS[(i + j) % 10] for j in range(150))
+                    + " Answer with \\boxed{move}.",
+                }
+            ]
+        )
+        for i in range(conversations)
+    ]
+    generated, start = 0, time.perf_counter()
+    for t in range(turns):
+        params = SamplingParams(max_tokens=turn_tokens, temperature=1.0, seed=t)
+        completions = policy.sample(prompts, params)
+        generated += sum(len(c.completion_ids or ()) for c in completions)
+        observation = [
+            " ".join(WORDS[(i * 3 + t + j) % 10] for j in range(observation_words))
+            for i in range(conversations)
+        ]
+        prompts = [
+            policy.extend(p, c, [{"role": "user", "content": obs}])
+            for p, c, obs in zip(prompts, completions, observation)
+        ]
+    context = max(len(p.token_ids or ()) for p in prompts)
+    return generated, time.perf_counter() - start, context
+
+
 def rollout_rate(backend, conversations, turns, turn_tokens, observation_words, cached: bool):
     """Generated tokens per second over `turns` turns of `conversations` conversations."""
     saved = backend.prefix_cache
@@ -134,43 +171,10 @@ def rollout_rate(backend, conversations, turns, turn_tokens, observation_words, 
         saved.clear()
     eot = backend.eot_ids
     backend.eot_ids = {-1}
-    words = "north east south west wall key door lever box goal".split()
     try:
-        prompts = [
-            Prompt.of(
-                [
-                    {
-                        "role": "user",
-                        "content": " ".join(words[(i + j) % 10] for j in range(150))
-                        + " Answer with \\boxed{move}.",
-                    }
-                ]
-            )
-            for i in range(conversations)
-        ]
-        generated = 0
-        start = time.perf_counter()
-        for t in range(turns):
-            params = SamplingParams(max_tokens=turn_tokens, temperature=1.0, seed=t)
-            completions = backend.sample(prompts, params)
-            generated += sum(len(c.completion_ids or ()) for c in completions)
-            prompts = [
-                backend.extend(
-                    p,
-                    c,
-                    [
-                        {
-                            "role": "user",
-                            "content": " ".join(
-                                words[(i * 3 + t + j) % 10] for j in range(observation_words)
-                            ),
-                        }
-                    ],
-                )
-                for i, (p, c) in enumerate(zip(prompts, completions))
-            ]
-        elapsed = time.perf_counter() - start
-        context = max(len(p.token_ids or ()) for p in prompts)
+        generated, elapsed, context = play_turns(
+            backend, conversations, turns, turn_tokens, observation_words
+        )
     finally:
         backend.prefix_cache = saved
         backend.eot_ids = eot

