@@ -19,8 +19,10 @@ pytest.importorskip("matplotlib")
 from test_pool_io import ECHO, make_pool
 
 from spade.cli_pool import report
+from spade.figures import FIGURES
 from spade.pool import EpisodeRow, Pool
-from spade.report import FIGURES, build_report, diversity, jaccard_distances
+from spade.report import build_report
+from spade.rundata import diversity, jaccard_distances
 from spade.types import Program, Verdict
 
 STEMS = [stem for stem, *_ in FIGURES]
@@ -236,7 +238,8 @@ def test_the_suites_figure_draws_each_subset_before_and_after(tmp_path: Path) ->
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from spade.report import fig_suites, load_run
+    from spade.figures import fig_suites
+    from spade.rundata import load_run
 
     run = load_run(make_run(tmp_path / "run"))
     fig, ax = plt.subplots()

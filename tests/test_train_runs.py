@@ -225,7 +225,8 @@ def test_learning_potential_continues_across_a_resume(tmp_path: Path) -> None:
 
 def test_report_of_a_real_run_directory(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from spade.report import build_report, load_run
+    from spade.report import build_report
+    from spade.rundata import load_run
 
     run_dir = tmp_path / "run"
     values.run(run_dir)  # the pinned two-iteration run of test_loop_values
