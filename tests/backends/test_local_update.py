@@ -4,6 +4,7 @@ weight-decay groups. Numbers are derived in the comments; none is read back from
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pickle
 import re
@@ -107,7 +108,7 @@ def test_the_gradient_is_clipped_to_max_grad_norm(make_local):
     free = make_local(max_grad_norm=0.0)
     norm = free.update(samples(free))["grad_norm"]
     assert first_moment_norm(free) == pytest.approx(0.1 * norm, rel=1e-4)
-    cap = norm / 10
+    cap = min(norm, 1.0) / 10  # below 1 as well: any positive max_grad_norm clips
     clipped = make_local(max_grad_norm=cap)
     assert clipped.update(samples(clipped))["grad_norm"] == pytest.approx(norm, rel=1e-4)
     assert first_moment_norm(clipped) == pytest.approx(0.1 * cap, rel=1e-3)
@@ -436,3 +437,37 @@ def test_a_minibatch_without_trained_tokens_is_skipped_and_one_token_trains(make
     b.update([one])
     assert _same(_state(a), _state(b))
     assert not _same(_state(a), _state(make_local()))  # and it did train
+
+
+def test_update_metrics_are_per_token_means_with_counts_per_role_and_the_step(make_local):
+    # learning rate 0: the weights never move, so two minibatches of the same sample take the
+    # same gradient and grad_norm (the mean over optimizer steps) equals one step's norm.
+    # On-policy (ratio 1) the policy-gradient loss of a token is -advantage: -0.5 for the one
+    # trained token of `one`, a mean over 1 token. Roles are counted apart; step counts updates.
+    def backend(**ppo):
+        return make_local(learning_rate=0.0, max_grad_norm=0.0, **ppo)
+
+    b = backend(num_minibatches=2)
+    one = _with_ratios(b, _sample(1, 0.5), [1.0])
+    designer = dataclasses.replace(
+        _with_ratios(b, _sample(3, 0.5, offset=40), [1.0] * 3), role="designer"
+    )
+    single = backend().update([one])
+    assert single["pg_loss"] == pytest.approx(-0.5, rel=1e-5)
+    assert single["loss"] == single["pg_loss"]  # no KL term
+    assert (single["trained_tokens"], single["sequences"], single["step"]) == (1.0, 1.0, 1.0)
+    twice = b.update([one, one])
+    assert twice["grad_norm"] == pytest.approx(single["grad_norm"], rel=1e-5)
+    assert twice["grad_norm"] > 0 and twice["step"] == 1.0
+    mixed = b.update([one, designer])
+    assert (mixed["trained_tokens/agent"], mixed["trained_tokens/designer"]) == (1.0, 3.0)
+    assert (mixed["trained_tokens"], mixed["sequences"], mixed["step"]) == (4.0, 2.0, 2.0)
+
+
+def test_an_update_with_nothing_to_train_reports_zeros(make_local):
+    # every sample untrained: no minibatch runs, so every loss term and the norm are 0 (with a
+    # KL coefficient too), and the step still counts
+    untrained = Sample((5, 6, 7), (0, 0, 0), (0.0,) * 3, 1.0, "agent")
+    metrics = make_local(kl_coef=0.1).update([untrained])
+    assert (metrics["loss"], metrics["grad_norm"], metrics["trained_tokens"]) == (0.0, 0.0, 0.0)
+    assert (metrics["sequences"], metrics["step"]) == (1.0, 1.0)
