@@ -219,6 +219,27 @@ def test_with_lora_the_kl_reference_is_the_base_model(make_local):
         assert torch.allclose(backend._reference_logprobs(batch), expected, atol=1e-5)
 
 
+def test_an_update_forgets_the_prefix_cache(make_local):
+    # the first turn's keys and values, cached for the conversation's next turn, were computed
+    # with the old weights: after an update the next turn must be what the new weights give
+    # without any cache
+    backend = make_local(learning_rate=5e-2)
+    params = SamplingParams(max_tokens=6, seed=12)
+    first = [Prompt.of(p) for p in PROMPTS]
+    replies = backend.sample(first, params)
+    assert backend.prefix_cache is not None and len(backend.prefix_cache) == len(PROMPTS)
+    backend.update(_episodes(backend))
+    turn = {"role": "user", "content": "Again."}
+    second = [backend.extend(p, c, [turn]) for p, c in zip(first, replies)]
+    after = backend.sample(second, params)
+    uncached = make_local(prefix_cache_mb=0)
+    uncached.model.load_state_dict(backend.model.state_dict())
+    expected = uncached.sample(second, params)
+    assert ids(after) == ids(expected)
+    for a, e in zip(after, expected):
+        assert a.logprobs == pytest.approx(e.logprobs, abs=1e-4)
+
+
 def test_export_gives_a_folder_the_backend_loads(local, make_local, tmp_path):
     local.update(_episodes(local))
     path = local.export(tmp_path / "exported")
