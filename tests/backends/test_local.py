@@ -240,6 +240,23 @@ def test_an_update_forgets_the_prefix_cache(make_local):
         assert a.logprobs == pytest.approx(e.logprobs, abs=1e-4)
 
 
+def test_bf16_mixed_samples_and_scores_under_bf16_autocast(make_local):
+    # the output layer's result is bf16 under autocast, fp32 outside it
+    dtypes: list[torch.dtype] = []
+    for precision in ("bf16-mixed", "fp32"):
+        backend = make_local(precision=precision)
+        head = backend.model.get_output_embeddings()
+        handle = head.register_forward_hook(lambda m, i, out: dtypes.append(out.dtype))
+        try:
+            [c] = backend.sample(PROMPTS[:1], SamplingParams(max_tokens=3, seed=1))
+            backend.score([episode_sample([c], 1.0, "agent")])
+        finally:
+            handle.remove()
+        expected = torch.bfloat16 if precision == "bf16-mixed" else torch.float32
+        assert len(dtypes) >= 3 and set(dtypes) == {expected}, precision
+        dtypes.clear()
+
+
 def test_export_gives_a_folder_the_backend_loads(local, make_local, tmp_path):
     local.update(_episodes(local))
     path = local.export(tmp_path / "exported")
