@@ -257,6 +257,103 @@ def test_bf16_mixed_samples_and_scores_under_bf16_autocast(make_local):
         dtypes.clear()
 
 
+def _variant(tmp_path, name: str, edit) -> str:
+    """A copy of the tiny-test folder, its JSON files edited by `edit(file_name, data)`."""
+    import json
+    import shutil
+
+    from spade.backends.tiny import tiny_model_path
+
+    out = tmp_path / name
+    shutil.copytree(tiny_model_path("tiny-test"), out)
+    for f in out.glob("*.json"):
+        f.write_text(json.dumps(edit(f.name, json.loads(f.read_text()))))
+    return str(out)
+
+
+def test_the_generation_configs_end_tokens_also_end_a_reply(make_local, tmp_path):
+    def edit(name, data):
+        if name == "generation_config.json":
+            data["eos_token_id"] = [2, 7]
+        return data
+
+    assert make_local().eot_ids == {2}  # <|im_end|>: the tokenizer's and the template's
+    assert make_local(model=_variant(tmp_path, "eos", edit)).eot_ids == {2, 7}
+
+
+def _without_im_end(eos: bool):
+    """Edits: <|im_end|> renamed <|eot|> and no chat template (so the default ChatML is used,
+    whose closing text is no longer one token); with or without it as the EOS."""
+
+    def edit(name, data):
+        if name == "tokenizer.json":
+            for token in data["added_tokens"]:
+                if token["content"] == "<|im_end|>":
+                    token["content"] = "<|eot|>"
+            data["model"]["vocab"]["<|eot|>"] = data["model"]["vocab"].pop("<|im_end|>")
+        if name == "tokenizer_config.json":
+            data["eos_token"] = "<|eot|>" if eos else None
+        if name == "generation_config.json" and not eos:
+            data.pop("eos_token_id")
+        return data
+
+    return edit
+
+
+def test_without_an_end_of_turn_token_the_template_text_ends_a_reply(make_local, tmp_path):
+    import os
+
+    for eos in (True, False):
+        path = _variant(tmp_path, f"eos-{eos}", _without_im_end(eos))
+        os.remove(os.path.join(path, "chat_template.jinja"))
+        backend = make_local(model=path)
+        assert backend._template_stops == ("<|im_end|>",)
+        assert backend.eot_ids == ({2} if eos else set())
+    # the reply is forced to write "<|im_end|>" (byte-level tokens) from its second token on
+    text = backend.tokenizer.encode("<|im_end|>", add_special_tokens=False)
+    calls = []
+
+    def write_end(module, inputs, logits):
+        calls.append(1)
+        if not 2 <= len(calls) <= len(text) + 1:
+            return logits
+        bonus = torch.zeros(logits.shape[-1])
+        bonus[text[len(calls) - 2]] = 1e4
+        return logits + bonus
+
+    handle = backend.model.get_output_embeddings().register_forward_hook(write_end)
+    try:
+        [c] = backend.sample(PROMPTS[:1], SamplingParams(max_tokens=40, seed=2))
+    finally:
+        handle.remove()
+    assert c.finish_reason == "stop" and c.text.endswith("<|im_end|>")
+    assert list(c.completion_ids[1:]) == text
+
+
+def test_a_model_without_any_end_of_turn_is_refused(make_local, tmp_path):
+    import os
+
+    path = _variant(tmp_path, "none", _without_im_end(eos=False))
+    with open(os.path.join(path, "chat_template.jinja"), "w") as f:
+        f.write("{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}")
+    with pytest.raises(ValueError, match=r": no end-of-turn token; cannot tell when a reply ends$"):
+        make_local(model=path)
+
+
+def test_threads_and_pure_bf16_are_applied(make_local, tmp_path):
+    from spade.backends.local import LocalBackend, LocalConfig
+
+    before = torch.get_num_threads()
+    try:
+        LocalBackend(LocalConfig(model="tiny-test", device="cpu", precision="fp32", threads=1))
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    bf16 = make_local(precision="bf16")
+    assert {p.dtype for p in bf16.model.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in make_local().model.parameters()} == {torch.float32}
+
+
 def test_export_gives_a_folder_the_backend_loads(local, make_local, tmp_path):
     local.update(_episodes(local))
     path = local.export(tmp_path / "exported")
