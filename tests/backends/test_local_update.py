@@ -270,6 +270,43 @@ def test_logprobs_at_selected_positions_match_the_full_projection(make_local):
     )
 
 
+def test_a_model_that_soft_caps_its_logits_is_projected_through_its_own_forward(torch_threads):
+    # Gemma 2 soft-caps logits after the output layer (cap * tanh(x / cap)), Cohere and Granite
+    # scale them: projecting the hidden states alone would skip that, so such a model takes its
+    # whole forward; a plain
+    # model's projection at the selected positions equals its forward there
+    from transformers import (
+        CohereConfig,
+        CohereForCausalLM,
+        Gemma2Config,
+        Gemma2ForCausalLM,
+        GraniteConfig,
+        GraniteForCausalLM,
+        LlamaConfig,
+        LlamaForCausalLM,
+    )
+
+    from spade.backends.local import _logits_at
+
+    torch.manual_seed(0)
+    small = {"vocab_size": 64, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1}
+    small |= {"num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8}
+    ids = torch.tensor([[3, 9, 27, 5, 40, 11]])
+    select = torch.tensor([[False, True, False, True, True, False]])
+    gemma = Gemma2ForCausalLM(Gemma2Config(**small, final_logit_softcapping=0.05)).eval()
+    cohere = CohereForCausalLM(CohereConfig(**small, logit_scale=0.25))  # logits x 0.25
+    granite = GraniteForCausalLM(GraniteConfig(**small, logits_scaling=4.0))  # logits / 4
+    for model in (gemma, cohere.eval(), granite.eval(), LlamaForCausalLM(LlamaConfig(**small))):
+        with torch.no_grad():
+            expected = model(input_ids=ids).logits[select]
+            got = _logits_at(model, select, input_ids=ids)
+        assert torch.allclose(got, expected, atol=1e-6), type(model).__name__
+    with torch.no_grad():  # the cap matters here: the projection alone is another result
+        hidden = gemma.get_decoder()(input_ids=ids).last_hidden_state
+        uncapped = gemma.get_output_embeddings()(hidden[select])
+        assert not torch.allclose(uncapped, gemma(input_ids=ids).logits[select], atol=1e-3)
+
+
 def test_truncated_importance_sampling_weights_each_token_by_the_capped_mismatch(make_local):
     # Sampler logprobs log(3) below the trainer's on every token (a sampler that disagrees):
     # with tis_cap=2 the PPO ratio is taken against the trainer's logprobs (ratio 1 at the
