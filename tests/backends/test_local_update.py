@@ -273,8 +273,7 @@ def test_logprobs_at_selected_positions_match_the_full_projection(make_local):
 def test_a_model_that_soft_caps_its_logits_is_projected_through_its_own_forward(torch_threads):
     # Gemma 2 soft-caps logits after the output layer (cap * tanh(x / cap)), Cohere and Granite
     # scale them: projecting the hidden states alone would skip that, so such a model takes its
-    # whole forward; a plain
-    # model's projection at the selected positions equals its forward there
+    # whole forward; a plain model's projection at the selected positions equals its forward
     from transformers import (
         CohereConfig,
         CohereForCausalLM,
