@@ -115,10 +115,11 @@ def test_the_gradient_is_clipped_to_max_grad_norm(make_local):
 
 
 def test_weight_decay_applies_to_matrices_only(make_local):
-    backend = make_local(weight_decay=0.1, learning_rate=1e-2)
+    backend = make_local(weight_decay=0.1, learning_rate=1e-2, betas=(0.8, 0.95))
     named = dict(backend.model.named_parameters())
     decay, no_decay = backend.optimizer.param_groups
     assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
+    assert decay["betas"] == no_decay["betas"] == (0.8, 0.95)
     ids = lambda group: {id(p) for p in group["params"]}  # noqa: E731
     assert ids(decay) == {id(p) for p in named.values() if p.dim() >= 2}
     assert ids(no_decay) == {id(p) for p in named.values() if p.dim() < 2}
