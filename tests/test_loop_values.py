@@ -740,3 +740,14 @@ def test_play_time_is_net_of_its_own_sampling_only(tmp_path: Path) -> None:
     )
     assert turns == [1]
     assert m["model_seconds"] >= 3.0 and m["env_seconds"] >= 1.0
+
+
+def test_an_iteration_with_nothing_to_play_reports_no_time_and_no_plays(tmp_path: Path) -> None:
+    # every design fails and the pool holds no environment of these skills: iteration 2 (no
+    # regeneration) plays nothing and samples nothing, so the play phase finds the model clock
+    # not started (0.0) and its environment time is its own few microseconds, never negative
+    run(tmp_path / "run", plan={S1: ["no code here"], S2: ["no code here"]})
+    metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert [m["iteration"] for m in metrics] == [1, 2]
+    assert rows(tmp_path / "run", "SELECT COUNT(*) FROM episodes") == [(0,)]
+    assert metrics[1]["model_seconds"] < 0.5 and 0.0 <= metrics[1]["env_seconds"] < 0.5
