@@ -722,6 +722,8 @@ def test_plays_stop_at_max_turns_and_at_the_context_limit(tmp_path: Path) -> Non
         tmp_path / "turns", play=PlayConfig(plays_per_env=2, active_envs=1, max_turns=3), model=wide
     )
     assert turns == [3, 3]
+    tokens = rows(tmp_path / "turns", "SELECT tokens FROM episodes")
+    assert tokens == [(6,), (6,)]  # the Agent's generated tokens: "go" (2 bytes) in each turn
     turns, _ = _long_run(
         tmp_path / "context", play=PlayConfig(plays_per_env=2, active_envs=1, max_turns=8)
     )
