@@ -753,3 +753,24 @@ def test_an_iteration_with_nothing_to_play_reports_no_time_and_no_plays(tmp_path
     assert [m["iteration"] for m in metrics] == [1, 2]
     assert rows(tmp_path / "run", "SELECT COUNT(*) FROM episodes") == [(0,)]
     assert metrics[1]["model_seconds"] < 0.5 and 0.0 <= metrics[1]["env_seconds"] < 0.5
+
+
+def test_the_design_phases_environment_time_counts(tmp_path: Path) -> None:
+    # the one design's solution() sleeps 1 s; the design phase calls it at least once (the
+    # solution-leak gate's `windows.solutions`), the play phase never: the iteration's
+    # environment time holds that second, whichever phase adds to the clock last
+    slow = env("SlowEnv").replace(
+        "    def solution(self):\n", "    def solution(self):\n        time.sleep(1.0)\n"
+    )
+    slow = slow.replace('"""\n\n\nclass', '"""\n\nimport time\n\n\nclass', 1)
+    run(
+        tmp_path / "run",
+        plan={S1: [designer_reply(slow, "Read the first line.")]},
+        iterations=1,
+        active_envs=1,
+        envs_per_regen=1,
+        skills=(S1,),
+        active_skills=1,
+    )
+    [m] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert m["valid_design_rate"] == 1.0 and m["env_seconds"] >= 1.0
