@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -82,26 +84,34 @@ def test_end_of_turn_token_ends_the_reply_and_is_kept(local):
     )
 
 
+@contextlib.contextmanager
+def _forced(backend, tokens: dict[int, int]):
+    """The output layer nudged to pick `tokens[k]` at its k-th call (one call per sampled token;
+    the first, the prompt's prefill, gives the first token)."""
+    calls = []
+
+    def hook(module, inputs, logits):
+        calls.append(1)
+        if len(calls) not in tokens:
+            return logits
+        bonus = torch.zeros(logits.shape[-1])
+        bonus[tokens[len(calls)]] = 1e4
+        return logits + bonus
+
+    handle = backend.model.get_output_embeddings().register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
 def test_a_special_token_ends_the_reply_and_is_left_out_of_its_text(local):
     # the output layer is nudged so that the third token is <|im_end|>, a special token: it ends
     # the reply and stays in the ids (the trainer learns to end turns), but not in the text
     end = local.tokenizer.convert_tokens_to_ids("<|im_end|>")
     assert end in local.eot_ids and "<|im_end|>" in local.tokenizer.all_special_tokens
-    calls = []
-
-    def third_token_ends(module, inputs, logits):
-        calls.append(1)  # one call per token: the prompt's prefill gives the first
-        if len(calls) != 3:
-            return logits
-        bonus = torch.zeros(logits.shape[-1])
-        bonus[end] = 1e4
-        return logits + bonus
-
-    handle = local.model.get_output_embeddings().register_forward_hook(third_token_ends)
-    try:
+    with _forced(local, {3: end}):  # call 1 is the prompt's prefill, giving the first token
         [c] = local.sample(PROMPTS[:1], SamplingParams(max_tokens=8, seed=11))
-    finally:
-        handle.remove()
     assert len(c.completion_ids) == 3 and c.completion_ids[-1] == end
     assert c.finish_reason == "stop"
     assert c.text == local.tokenizer.decode(c.completion_ids[:2]) and "<|im_end|>" not in c.text
@@ -311,21 +321,8 @@ def test_without_an_end_of_turn_token_the_template_text_ends_a_reply(make_local,
         assert backend.eot_ids == ({2} if eos else set())
     # the reply is forced to write "<|im_end|>" (byte-level tokens) from its second token on
     text = backend.tokenizer.encode("<|im_end|>", add_special_tokens=False)
-    calls = []
-
-    def write_end(module, inputs, logits):
-        calls.append(1)
-        if not 2 <= len(calls) <= len(text) + 1:
-            return logits
-        bonus = torch.zeros(logits.shape[-1])
-        bonus[text[len(calls) - 2]] = 1e4
-        return logits + bonus
-
-    handle = backend.model.get_output_embeddings().register_forward_hook(write_end)
-    try:
+    with _forced(backend, {k + 2: token for k, token in enumerate(text)}):
         [c] = backend.sample(PROMPTS[:1], SamplingParams(max_tokens=40, seed=2))
-    finally:
-        handle.remove()
     assert c.finish_reason == "stop" and c.text.endswith("<|im_end|>")
     assert list(c.completion_ids[1:]) == text
 
