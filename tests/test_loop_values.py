@@ -774,3 +774,14 @@ def test_the_design_phases_environment_time_counts(tmp_path: Path) -> None:
     )
     [m] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     assert m["valid_design_rate"] == 1.0 and m["env_seconds"] >= 1.0
+
+
+def test_a_run_that_designs_nothing_samples_nothing_and_keeps_clean_clocks(tmp_path: Path) -> None:
+    # envs_per_regen 0 (the Agent alone, on whatever the pool holds: here nothing): the design
+    # phase makes no attempt, so the Designer never samples and the model clock is never
+    # started there; the iteration still closes, with no attempts and no negative time
+    run(tmp_path / "run", iterations=1, envs_per_regen=0)
+    [m] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    assert m["design_attempts"] == 0 and m["valid_design_rate"] == 0.0
+    assert rows(tmp_path / "run", "SELECT COUNT(*) FROM episodes") == [(0,)]
+    assert m["model_seconds"] < 0.5 and 0.0 <= m["env_seconds"] < 0.5
