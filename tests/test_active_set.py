@@ -73,16 +73,22 @@ def _program(name: str) -> Program:
     return Program.from_code(code, source=f"design:{name}", hint="", skill=GAME_SKILLS[0])
 
 
-def _pool_with_records(path: Path) -> tuple[Pool, list[Program]]:
-    """Seven admitted environments: one the Agent won 2 of 4 plain plays of (and 4 of 4 hinted
-    plays: not counted), five it lost 4 of 4 of, one never played."""
+def _pool_without_records(path: Path) -> Pool:
     pool = Pool(path)
-    programs = [_program(n) for n in ("Mixed", "L1", "L2", "L3", "L4", "L5", "New")]
-    for p in programs:
+    for p in (_program(n) for n in ("Mixed", "L1", "L2", "L3", "L4", "L5", "New")):
         pool.add_program(p, Verdict(p.env_id, True), 0, {})
-    rows = [EpisodeRow(programs[0].env_id, 1, s, False, float(s % 2), 1, 5) for s in range(4)]
-    rows += [EpisodeRow(programs[0].env_id, 1, s, True, 1.0, 1, 5) for s in range(4)]
-    rows += [EpisodeRow(p.env_id, 1, s, False, 0.0, 1, 5) for p in programs[1:6] for s in range(4)]
+    return pool
+
+
+def _pool_with_records(path: Path, iteration: int = 1) -> tuple[Pool, list[Program]]:
+    """Seven admitted environments: one the Agent won 2 of 4 plain plays of (and 4 of 4 hinted
+    plays: not counted), five it lost 4 of 4 of, one never played; the plays at `iteration`."""
+    pool = _pool_without_records(path)
+    programs = pool.admitted()
+    it = iteration
+    rows = [EpisodeRow(programs[0].env_id, it, s, False, float(s % 2), 1, 5) for s in range(4)]
+    rows += [EpisodeRow(programs[0].env_id, it, s, True, 1.0, 1, 5) for s in range(4)]
+    rows += [EpisodeRow(p.env_id, it, s, False, 0.0, 1, 5) for p in programs[1:6] for s in range(4)]
     pool.record_episodes(rows)
     return pool, programs
 
@@ -118,6 +124,23 @@ def test_learnable_sampling_replays_what_the_agent_sometimes_wins(tmp_path: Path
     assert all(learnable[f"L{i}"] < 150 for i in range(1, 6))
     # uniform: each of the 7 is in the 2 draws 2/7 of the time (~114 of 400)
     assert all(80 < uniform[n] < 150 for n in ("Mixed", "L1", "L2", "L3", "L4", "L5", "New"))
+
+
+def test_the_active_set_weighs_only_the_plays_before_its_iteration(tmp_path: Path) -> None:
+    # the plays are recorded at iteration 5: the draws of iterations 1 to 5 are those of the same
+    # pool without plays (a resumed iteration's own plays do not count), from iteration 6 on they
+    # follow the record (with seed 4 the record changes the draw of each of iterations 1 to 7,
+    # were it counted: checked by hand, so an off-by-one either way shows)
+    cfg = TrainConfig(seed=4, play=PlayConfig(active_envs=3))
+    played, _ = _pool_with_records(tmp_path / "played.sqlite", iteration=5)
+    fresh = _pool_without_records(tmp_path / "fresh.sqlite")
+    with played, fresh:
+
+        def draw(pool: Pool, it: int) -> list[str]:
+            return [p.env_id for p in active_set(it, cfg, pool, [])]
+
+        assert [draw(played, it) for it in range(1, 6)] == [draw(fresh, it) for it in range(1, 6)]
+        assert draw(played, 6) != draw(fresh, 6)
 
 
 def test_the_active_set_never_exceeds_the_pool_and_keeps_every_new_design(tmp_path: Path) -> None:
