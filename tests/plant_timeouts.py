@@ -12,7 +12,8 @@ mutmut's limit before the fast test that kills it, or that nothing kills it. For
 `mutmut results` lists as timed out under the name pattern (fnmatch patterns joined by commas;
 `--status survived` for survivors, `--status any` for any state, unchecked included), this
 applies it to the source file (`mutmut apply`), runs pytest with `-x` and the arguments given,
-prints killed or SURVIVED, and restores the file (also on Ctrl-C). Not collected by pytest.
+prints killed, SURVIVED or ERROR (pytest could not run the tests), and restores the file (also
+on Ctrl-C). Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -58,8 +59,12 @@ def main() -> int:
                 text=True,
             )
             source.write_text(original)
-            verdict = "killed" if run.returncode != 0 else "SURVIVED"
-            survived += verdict == "SURVIVED"
+            # pytest's 1 is a failing test; 2-5 (interrupted, internal or usage error, nothing
+            # collected) say nothing about the mutant
+            verdict = {0: "SURVIVED", 1: "killed"}.get(
+                run.returncode, f"ERROR (pytest {run.returncode})"
+            )
+            survived += verdict != "killed"
             print(f"{name}: {verdict}", flush=True)
     finally:
         source.write_text(original)
