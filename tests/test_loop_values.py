@@ -142,6 +142,11 @@ def rows(run_dir: Path, sql: str, *args: object) -> list[tuple]:
         return db.execute(sql, args).fetchall()
 
 
+def metrics_of(run_dir: Path) -> list[dict]:
+    """Every line of the run's metrics.jsonl, parsed (a torn line fails the test)."""
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+
+
 @pytest.fixture
 def blend_run(tmp_path: Path) -> tuple[Path, dict, loopkit.FakeTrainer]:
     # function-scoped on purpose: mutmut maps each function to the tests that ran it, and a
@@ -458,7 +463,7 @@ def test_the_design_request_follows_the_design_config(tmp_path: Path) -> None:
         assert (params.max_tokens, params.temperature) == (777, 0.55)  # type: ignore[attr-defined]
         assert system.startswith(DESIGNER_ROLE_COMPACT) and "Example:" in system
         assert f"Write a new fiendish environment that trains the skill: {S1}." in user
-    [metrics] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    [metrics] = metrics_of(tmp_path / "run")
     assert metrics["model_seconds"] >= 0.5  # the scripted Agent itself takes milliseconds
 
 
@@ -487,7 +492,7 @@ def test_designs_come_every_regen_interval_from_the_first_iteration(
 
     monkeypatch.setattr(train_module, "_Progress", Bar)
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
-    rows_ = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    rows_ = metrics_of(tmp_path / "run")
     assert [m["iteration"] for m in rows_] == [1, 2, 3, 4]
     assert ["design_attempts" in m for m in rows_] == [True, False, False, True]
     # the progress display names each phase of each iteration
@@ -550,7 +555,7 @@ def test_the_scale_floor_and_the_clock_reach_the_iteration(tmp_path: Path) -> No
     began = time.perf_counter()
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
     wall = time.perf_counter() - began
-    first, second = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    first, second = metrics_of(tmp_path / "run")
     assert second["designer_scale"] == 20.0
     assert first["model_seconds"] >= 0.9 and second["model_seconds"] >= 0.4
     assert first["seconds"] + second["seconds"] <= wall
@@ -576,7 +581,7 @@ def test_a_lone_failed_rollout_and_an_empty_band_count_as_they_are(
     monkeypatch.setattr(loop, "play", one_failed)
     monkeypatch.setattr(Pool, "record_bands", lambda self, it, window=None: dict(empty))
     run(tmp_path / "run", iterations=1)
-    [metrics] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    [metrics] = metrics_of(tmp_path / "run")
     assert (metrics["episodes"], metrics["env_errors"]) == (1, 1)
     assert metrics["mean_turns"] == len(kept[0].episode.turns) > 0
     assert metrics["band_shares"] == {"frontier": 0.0, "mastered": 0.0, "out_of_reach": 0.0}
@@ -651,7 +656,7 @@ def test_time_is_split_between_sampling_and_environments(tmp_path: Path) -> None
         validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
     )
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
-    [m] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    [m] = metrics_of(tmp_path / "run")
     assert agent_calls and m["model_seconds"] >= 2.0 + 0.1 * len(agent_calls)
     assert 0.0 <= m["env_seconds"] and m["model_seconds"] + m["env_seconds"] <= m["seconds"]
 
@@ -708,7 +713,7 @@ def _long_run(run_dir: Path, designer_sleep: float = 0.0, pause: float = 0.0, **
     cfg = loopkit.small_config(run_dir, iterations=1, **settings)
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
     turns = [t for (t,) in rows(run_dir, "SELECT turns FROM episodes")]
-    [m] = [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+    [m] = metrics_of(run_dir)
     return turns, m
 
 
@@ -749,7 +754,7 @@ def test_an_iteration_with_nothing_to_play_reports_no_time_and_no_plays(tmp_path
     # regeneration) plays nothing and samples nothing, so the play phase finds the model clock
     # not started (0.0) and its environment time is its own few microseconds, never negative
     run(tmp_path / "run", plan={S1: ["no code here"], S2: ["no code here"]})
-    metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    metrics = metrics_of(tmp_path / "run")
     assert [m["iteration"] for m in metrics] == [1, 2]
     assert rows(tmp_path / "run", "SELECT COUNT(*) FROM episodes") == [(0,)]
     assert metrics[1]["model_seconds"] < 0.5 and 0.0 <= metrics[1]["env_seconds"] < 0.5
@@ -772,7 +777,7 @@ def test_the_design_phases_environment_time_counts(tmp_path: Path) -> None:
         skills=(S1,),
         active_skills=1,
     )
-    [m] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    [m] = metrics_of(tmp_path / "run")
     assert m["valid_design_rate"] == 1.0 and m["env_seconds"] >= 1.0
 
 
@@ -781,7 +786,7 @@ def test_a_run_that_designs_nothing_samples_nothing_and_keeps_clean_clocks(tmp_p
     # phase makes no attempt, so the Designer never samples and the model clock is never
     # started there; the iteration still closes, with no attempts and no negative time
     run(tmp_path / "run", iterations=1, envs_per_regen=0)
-    [m] = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    [m] = metrics_of(tmp_path / "run")
     assert m["design_attempts"] == 0 and m["valid_design_rate"] == 0.0
     assert rows(tmp_path / "run", "SELECT COUNT(*) FROM episodes") == [(0,)]
     assert m["model_seconds"] < 0.5 and 0.0 <= m["env_seconds"] < 0.5
