@@ -269,6 +269,14 @@ class PPOConfig:
     """Token budget (padded length x sequences) of one forward/backward micro-batch."""
     num_minibatches: int = 1
     """Optimizer steps per `update` call; the batch is split into this many contiguous chunks."""
+    role_normalisation: Literal["joint", "per_role"] = "per_role"
+    """What divides a minibatch's token-summed loss. `per_role`: each role's sum by that role's
+    trained tokens in the minibatch, and the role losses added, so each role present gets a
+    whole share of the step whatever its reply lengths (a mean over its tokens, as if it were
+    alone). `joint` (the behaviour before issue 26): one division by all the minibatch's
+    trained tokens, so the role with the longer replies takes the gradient: Designer replies of
+    150-400 tokens beside Agent answers of ~10 left the Agent's sequences ~5-15% of each step.
+    Within a role every token weighs the same either way; a minibatch of one role is the same."""
     tis_cap: float | None = None
     """Truncated importance sampling against a sampler/trainer mismatch (the reference's
     `--use-tis`): before updating, the trainer re-scores every sample at its current weights;
@@ -283,3 +291,7 @@ class PPOConfig:
             raise ValueError("micro_batch_tokens and num_minibatches must be >= 1")
         if self.tis_cap is not None and self.tis_cap <= 0:
             raise ValueError(f"tis_cap must be > 0 (or None), got {self.tis_cap}")
+        if self.role_normalisation not in ("joint", "per_role"):
+            raise ValueError(
+                f"role_normalisation must be 'joint' or 'per_role', got {self.role_normalisation!r}"
+            )

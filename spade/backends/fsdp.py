@@ -15,11 +15,13 @@
 (`spade.backends.ppo`): each minibatch's micro-batches, packed by token budget as locally, are
 dealt round-robin over the ranks; a rank without one left runs an empty pass so that every rank
 makes the same collective calls; each loss is scaled by the world size because FSDP averages
-gradients over ranks, and the metrics are summed over ranks. Its `update`, `save` and `load` are
-collectives: every rank calls them with the same arguments. `FSDPTrainer` (rank 0) broadcasts
-each call to the ranks in `serve`, then copies the new full weights into the Policy that samples
-for the loop (a `LocalBackend` on rank 0; with `--vllm-urls` that copy exports the weights the
-servers reload, `spade.backends.weight_sync`).
+gradients over ranks, and the metrics are summed over ranks. The normalisers (the minibatch's
+trained tokens, or each role's: `PPOConfig.role_normalisation`) are counted over the whole
+minibatch, which every rank holds, so a rank weighs its share as one process would. Its
+`update`, `save` and `load` are collectives: every rank calls them with the same arguments.
+`FSDPTrainer` (rank 0) broadcasts each call to the ranks in `serve`, then copies the new full
+weights into the Policy that samples for the loop (a `LocalBackend` on rank 0; with
+`--vllm-urls` that copy exports the weights the servers reload, `spade.backends.weight_sync`).
 
 Checkpoints are `torch.distributed.checkpoint` directories (model and AdamW state, sharded on
 write, resharded on read), so a run saved on N ranks resumes on M; each rank's RNG state is kept

@@ -12,7 +12,8 @@
   Chat template from the tokenizer, else ChatML.
 - Sampling: our own batched KV-cache loop (spade.backends.sampling) with exact logprobs, and a
   prefix cache that keeps each conversation's keys and values between turns.
-- Update: token-level PPO-clip (spade.backends.ppo), asymmetric clip 0.2 / 0.28, optional k3 KL to
+- Update: token-level PPO-clip (spade.backends.ppo), asymmetric clip 0.2 / 0.28, each role's
+  loss normalised by its own trained tokens (`PPOConfig.role_normalisation`), optional k3 KL to
   a frozen copy of the initial weights (off by default, so no second model is held), gradient
   clipping, micro-batches packed by token budget with gradient accumulation, AdamW (no weight
   decay on biases and norm weights).
@@ -37,7 +38,7 @@ from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import torch
 
@@ -48,6 +49,7 @@ from spade.backends.base import (
     Message,
     PPOConfig,
     Prompt,
+    Role,
     Sample,
     SamplingParams,
 )
@@ -105,6 +107,10 @@ class LocalConfig:
     training the top 10 of 30 layers runs ~2x the tokens per second of a full fine-tune
     (benchmarks/warmstart.py), since the backward pass stops 10 layers down."""
     trust_remote_code: bool = False
+
+
+ROLES: tuple[Role, ...] = get_args(Role)
+"""The roles a sample can have; the update reports its per-role diagnostics under each."""
 
 
 class LocalBackend:
@@ -290,13 +296,27 @@ class LocalBackend:
             if n_tok == 0:
                 continue
             total_tokens += n_tok
+            # counted over the whole minibatch (not a micro-batch or an FSDP rank's share), so
+            # every micro-batch and every rank weighs a sequence the same
+            role_tok = _tokens_per_role(minibatch)
             for idx in self._micro_batches([len(s.token_ids) for s in minibatch]):
                 if idx is None:  # this rank has no share of this minibatch left (FSDP)
                     self._idle_pass()
                     continue
-                batch = self._collate([minibatch[i] for i in idx])
+                micro = [minibatch[i] for i in idx]
+                batch = self._collate(micro)
                 logp, entropy = self._logprobs(self.model, batch, batch["mask"].bool(), True)
                 assert entropy is not None
+                roles: dict[str, torch.Tensor] = {
+                    r: torch.tensor([s.role == r for s in micro], device=self.device)
+                    for r in ROLES
+                    if any(s.role == r for s in micro)
+                }
+                role_weight = None
+                if ppo.role_normalisation == "per_role":  # see PPOConfig.role_normalisation
+                    role_weight = torch.tensor(
+                        [n_tok / max(role_tok[s.role], 1) for s in micro], device=self.device
+                    )
                 ref_logp = self._reference_logprobs(batch) if ppo.kl_coef > 0 else None
                 is_weight = None
                 if ppo.tis_cap is not None:
@@ -322,9 +342,11 @@ class LocalBackend:
                     ref_logp,
                     ppo.kl_coef,
                     is_weight,
+                    weight_B=role_weight,
+                    entropy_BT=entropy,
+                    groups=roles,
                 )
                 (parts.loss * self._loss_scale).backward()
-                parts.sums["entropy"] = float((entropy * batch["mask"]).sum())
                 for k, v in parts.sums.items():
                     sums[k] = sums.get(k, 0.0) + v
             max_norm = ppo.max_grad_norm if ppo.max_grad_norm > 0 else float("inf")
@@ -337,15 +359,20 @@ class LocalBackend:
         sums = self._sum_over_ranks(sums)
         self.step += 1
         self.weights_changed()
-        metrics = {k: v / max(total_tokens, 1) for k, v in sums.items()}
+        role_tokens = _tokens_per_role(samples)
+        metrics: dict[str, float] = {}
+        for k, v in sums.items():  # per-token means over every trained token, or over one role's
+            role = k.partition("/")[2]
+            if not role:
+                metrics[k] = v / max(total_tokens, 1)
+            elif role_tokens[role]:  # `pg_loss/agent`...: only for a role this update trained
+                metrics[k] = v / role_tokens[role]
         metrics["loss"] = metrics.get("pg_loss", 0.0) + ppo.kl_coef * metrics.get("kl_ref", 0.0)
         metrics["grad_norm"] = sum(grad_norms) / max(len(grad_norms), 1)
         metrics["trained_tokens"] = float(total_tokens)
         metrics["sequences"] = float(len(samples))
         for role in ("designer", "agent"):
-            metrics[f"trained_tokens/{role}"] = float(
-                sum(s.num_trained_tokens for s in samples if s.role == role)
-            )
+            metrics[f"trained_tokens/{role}"] = float(role_tokens[role])
         metrics["step"] = float(self.step)
         return metrics
 
@@ -588,6 +615,10 @@ class LocalBackend:
     @property
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
+
+
+def _tokens_per_role(samples: Sequence[Sample]) -> dict[str, int]:
+    return {r: sum(s.num_trained_tokens for s in samples if s.role == r) for r in ROLES}
 
 
 def _logits_at(
