@@ -129,18 +129,25 @@ def _sequences(
 
 ROLES: tuple[Role, ...] = ("designer", "agent")
 
+DEFAULT_STEPS = 160
+"""Optimizer steps of the default warm start (docs/warmstart.md: what it reaches, how long)."""
+
+DEFAULT_DESIGNER_SHARE = 0.5
+"""Share of the warm start's tokens that are Designer turns. 0.8 left the Agent ~20% of the
+tokens, mostly `solution()` replays, and it answered "What is 7 + 7?" with `\\boxed{18}`; half
+of the tokens now teach it to answer (`spade.questions`)."""
+
 
 def bootstrap(
     model: str = "smollm2",
     *,
     examples: Sequence[Example] | Callable[[], Sequence[Example]] | None = None,
     form: str = "compact",
-    steps: int = 2000,
-    max_minutes: float = 5.5,
+    steps: int = DEFAULT_STEPS,
     learning_rate: float = 3e-4,
     batch_tokens: int = 2048,
     max_length: int = 6144,
-    designer_share: float = 0.8,
+    designer_share: float = DEFAULT_DESIGNER_SHARE,
     precision: str = "auto",
     lora_rank: int = 0,
     trainable_layers: int | None = 10,
@@ -161,20 +168,23 @@ def bootstrap(
     programs it sees (docs/warmstart.md). Sequences are drawn so that `designer_share` of the
     tokens are Designer turns (writing code is the hard part); sequences longer than
     `max_length` tokens are dropped.
-    Training stops after `steps` steps or `max_minutes`, whichever comes first; the learning rate
-    follows a 5% warm-up and a cosine decay over whichever of the two is nearer, so a run cut by
-    time still ends annealed. `prompt_gradient=False` (the default) runs each prompt forward
+    Training makes exactly `steps` optimizer steps (5% warm-up, cosine decay): the budget is
+    counted in steps, never in minutes, so the same call gives the same weights on a quiet
+    machine and on a busy one (the time is reported, not used to decide; docs/warmstart.md).
+    `prompt_gradient=False` (the default) runs each prompt forward
     without gradient (`LocalBackend.sft_step`): 1.5x more sequences per second here (AMD EPYC,
     400-token prompt, 250-token reply). `lora_rank` > 0 trains LoRA adapters of that rank instead
     of all
-    weights (merged into the saved model). How far a time-cut run gets depends on the machine;
-    `spade_bootstrap.json` in the result records the steps, tokens and final NLL.
+    weights (merged into the saved model). `spade_bootstrap.json` in the result records the
+    steps, tokens, seconds and final NLL.
 
     The cache key holds the base model (its folder and tokenizer files), the precision, the
     examples (their hash, or for the default builder a hash of the files it reads: templates,
     seeds, corpus, prompts, scaffolds) and the hyper-parameters, so a cached model is found
     without loading the base model or building the data.
     """
+    import shutil
+
     from spade.backends.local import LocalBackend, LocalConfig
     from spade.backends.tiny import cache_dir
     from spade.backends.torch_setup import (
@@ -184,6 +194,8 @@ def bootstrap(
         resolve_precision,
     )
 
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
     built = time.monotonic()
     data: list[Example] | None = None
     if examples is not None:
@@ -195,7 +207,7 @@ def bootstrap(
         base,
         resolve_precision(precision, resolve_device("auto")),
         f"warm_start_examples:{form}:" + source_fingerprint() if data is None else _hash(data),
-        [steps, max_minutes, learning_rate, batch_tokens, max_length, designer_share],
+        [steps, learning_rate, batch_tokens, max_length, designer_share],
         [lora_rank, trainable_layers, prompt_gradient, seed],
     )
     target = Path(output) if output else cache_dir() / "models" / f"{Path(base).name}-boot-{key}"
@@ -234,9 +246,12 @@ def bootstrap(
     mixer = _RoleMixer(sequences, designer_share, random.Random(seed))
     start = time.monotonic()
     step, nll, tokens = _train(
-        backend, mixer, steps, max_minutes, learning_rate, batch_tokens, prompt_gradient, progress
+        backend, mixer, steps, learning_rate, batch_tokens, prompt_gradient, progress
     )
-    backend.export(target)
+    partial = target.with_name(target.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    backend.export(partial)
     meta = {
         "base_model": backend.model_path,
         "form": form if examples is None else None,
@@ -246,7 +261,6 @@ def bootstrap(
         "precision": backend.precision,
         "steps": step,
         "finished": True,
-        "stopped_by": "steps" if step == steps else "time",
         "sequences": {role: len(pool) for role, pool in mixer.pools.items()},
         "dropped_longer_than_max_length": dropped,
         "sequences_seen": mixer.seen,
@@ -255,7 +269,11 @@ def bootstrap(
         "seconds": round(time.monotonic() - start, 1),
         "final_nll": nll,
     }
-    meta_path.write_text(json.dumps(meta, indent=2))
+    (partial / meta_path.name).write_text(json.dumps(meta, indent=2))
+    if target.exists():  # an unfinished or forced-over earlier result
+        shutil.rmtree(target)
+    partial.rename(target)
+    _say(progress, f"bootstrap: {step} steps in {meta['seconds']:.0f} s, final NLL {nll:.3f}")
     return target
 
 
@@ -268,7 +286,7 @@ def _cache_key(
     base: str, precision: str, data_hash: str, schedule: list[Any], model: list[Any]
 ) -> str:
     """The cached model's name: base model (folder and tokenizer files), precision, data and
-    hyper-parameters (`schedule`: steps, minutes, lr, batch and length limits, designer share;
+    hyper-parameters (`schedule`: steps, lr, batch and length limits, designer share;
     `model`: LoRA rank, trainable layers, prompt gradient, seed)."""
     parts = [base, _folder_fingerprint(base), precision, data_hash, *schedule, *model]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
@@ -320,22 +338,19 @@ def _train(
     backend: Any,
     mixer: _RoleMixer,
     steps: int,
-    max_minutes: float,
     learning_rate: float,
     batch_tokens: int,
     prompt_gradient: bool,
     progress: bool,
 ) -> tuple[int, float, int]:
-    """SFT steps until `steps` or `max_minutes` (5% warm-up, cosine decay over the nearer of
-    the two); returns (steps taken, smoothed NLL, tokens seen)."""
-    start, nll, step, fraction, tokens = time.monotonic(), float("nan"), 0, 0.0, 0
-    bar = _Progress(steps, max_minutes, enabled=progress)
-    while fraction < 1.0:
-        step += 1
+    """`steps` SFT steps (5% warm-up, cosine decay); returns (steps taken, smoothed NLL,
+    tokens seen)."""
+    nll, tokens = float("nan"), 0
+    bar = _Progress(steps, enabled=progress)
+    for step in range(1, steps + 1):
         batch = mixer.batch(batch_tokens)
         tokens += sum(q.tokens for q in batch)
-        elapsed = (time.monotonic() - start) / (max_minutes * 60)
-        p = max((step - 1) / steps, elapsed)
+        p = (step - 1) / steps
         lr = learning_rate * (p / 0.05 if p < 0.05 else 0.5 * (1 + math.cos(math.pi * p)))
         for param_group in backend.optimizer.param_groups:
             param_group["lr"] = max(lr, learning_rate * 1e-3)
@@ -344,10 +359,9 @@ def _train(
             prompt_gradient=prompt_gradient,
         )["nll"]
         nll = loss if step == 1 else 0.9 * nll + 0.1 * loss  # smoothed for display
-        fraction = max(step / steps, (time.monotonic() - start) / (max_minutes * 60))
-        bar.update(fraction, step, nll)
+        bar.update(step, nll)
     bar.close()
-    return step, nll, tokens
+    return steps, nll, tokens
 
 
 def _say(enabled: bool, line: str) -> None:
@@ -366,35 +380,49 @@ def _folder_fingerprint(path: str) -> str:
 
 
 class _Progress:
-    """A rich progress bar over the training budget (steps or minutes, whichever runs out
-    first) with ETA on a terminal, else (rich missing, output to a file or pipe) a line on
-    stderr every 5%."""
+    """A rich progress bar over the step budget with elapsed time and ETA on a terminal, else
+    (rich missing, output to a file or pipe) a line on stderr every 5% with the ETA."""
 
-    def __init__(self, steps: int, minutes: float, enabled: bool) -> None:
+    def __init__(self, steps: int, enabled: bool, label: str = "bootstrap") -> None:
         self.enabled, self.bar, self.task, self.last = enabled, None, None, -1
+        self.steps, self.label, self.started = steps, label, time.monotonic()
         if not enabled or not sys.stderr.isatty():
             return
         try:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self.bar = Progress(
-                TextColumn(f"bootstrap (<= {steps} steps or {minutes:g} min)"),
+                TextColumn(label),
                 BarColumn(),
-                TextColumn("step {task.fields[step]}"),
+                MofNCompleteColumn(),
                 TextColumn("nll {task.fields[nll]:.3f}"),
+                TimeElapsedColumn(),
+                TextColumn("eta"),
                 TimeRemainingColumn(),
             )
-            self.task = self.bar.add_task("bootstrap", total=1.0, step=0, nll=float("nan"))
+            self.task = self.bar.add_task(label, total=steps, nll=float("nan"))
             self.bar.start()
         except ImportError:
             pass
 
-    def update(self, fraction: float, step: int, nll: float) -> None:
+    def update(self, step: int, nll: float) -> None:
         if self.bar is not None and self.task is not None:
-            self.bar.update(self.task, completed=min(fraction, 1.0), step=step, nll=nll)
-        elif self.enabled and int(fraction * 20) > self.last:
-            self.last = int(fraction * 20)
-            line = f"bootstrap {fraction:.0%} step {step} nll {nll:.3f}"
+            self.bar.update(self.task, completed=step, nll=nll)
+        elif self.enabled and int(step / self.steps * 20) > self.last:
+            self.last = int(step / self.steps * 20)
+            elapsed = time.monotonic() - self.started
+            eta = elapsed / step * (self.steps - step)
+            line = (
+                f"{self.label} step {step}/{self.steps} nll {nll:.3f} "
+                f"{elapsed:.0f} s, eta {eta:.0f} s"
+            )
             print(line, file=sys.stderr, flush=True)
 
     def close(self) -> None:

@@ -422,6 +422,33 @@ docs/warmstart.md (admitted designs and final NLL against all twelve)."""
 COMPACT_COUNT, COMPACT_MINI = 500, 1000
 """The compact warm start's Designer turns: template programs and mini programs."""
 
+QUESTION_COUNT = 3000
+"""The compact warm start's one-question Agent turns (`question_examples`)."""
+
+
+def question_examples(count: int = QUESTION_COUNT, seed: int = 0) -> list[Example]:
+    """`count` Agent turns on questions of the trained families of `spade.questions`: the
+    question in a trained phrasing with a trained answer instruction (the reference's half of
+    the time), after a newline or a space, and the worked reply ("7 + 7 = 14, so
+    \\boxed{14}"), at difficulty 1, 2 or 3 (weights 3:2:1: the loop and the evaluation play
+    level 1). Held-out families, phrasings and instructions never appear."""
+    from spade import prompts, questions
+
+    rng = random.Random(f"questions/{seed}")
+    families = sorted(questions.TRAIN_FAMILIES)
+    others = questions.TRAIN_INSTRUCTIONS[1:]
+    examples = []
+    for _ in range(count):
+        family = rng.choice(families)
+        question = questions.draw(family, rng, rng.choices((1, 2, 3), weights=(3, 2, 1))[0])
+        instruction = (
+            questions.REFERENCE_INSTRUCTION if rng.random() < 0.5 else rng.choice(others)
+        )
+        text = question.text + rng.choice(("\n", " ")) + instruction
+        messages = prompts.agent_messages(text, "game")
+        examples.append(Example(tuple(messages), questions.reply(question), "agent"))
+    return examples
+
 
 def training_families(form: str = "compact", families: Sequence[str] | None = None) -> list[str]:
     """The template families a warm start of `form` trains on: `families` (None:
@@ -448,7 +475,8 @@ def warm_start_examples(
 ) -> list[Example]:
     """The default warm-start data for a recipe's Designer `form` (see the module docstring):
     compact (games only, like the recipe that uses it): 500 compact template programs and 1,000
-    mini programs as Designer turns, Agent turns from 800 of them and from the game seeds; full:
+    mini programs as Designer turns, Agent turns from 800 of them, from the game seeds and 3,000
+    one-question turns with a worked step (`question_examples`); full:
     3,000 full template programs and the seeds as Designer turns, Agent turns from 120 of them
     and the seeds (`count` and `mini` apply to the compact form only). The evaluation families
     are left out of both. `families` restricts the template families (None: `COMPACT_FAMILIES`
@@ -470,9 +498,11 @@ def warm_start_examples(
         )
         seeds = seed_examples(fmt, seed=seed, documents=None)
         game = prompts.GAME_AGENT_SYSTEM
-        return designer + [
-            e for e in seeds if e.role == "agent" and e.messages[0]["content"] == game
-        ]
+        return (
+            designer
+            + [e for e in seeds if e.role == "agent" and e.messages[0]["content"] == game]
+            + question_examples(seed=seed)
+        )
     fmt = prompts_format(form="full")
     return template_examples(fmt, seed=seed, form="full", exclude=held_out) + seed_examples(
         fmt, seed=seed, documents=None
@@ -488,6 +518,7 @@ def source_fingerprint() -> str:
         *sorted((root / "seeds").rglob("*.py")),
         *sorted((root / "data").glob("*.jsonl")),
         root / "prompts.py",
+        root / "questions.py",
         root / "sandbox" / "scaffolds.py",
         root / "sandbox" / "runtime.py",
         Path(__file__).resolve(),

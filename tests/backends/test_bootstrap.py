@@ -75,6 +75,73 @@ def test_bootstrap_learns_its_examples_and_caches_the_result(make_local, tmp_pat
     assert (path / "model.safetensors").stat().st_mtime_ns == stamp  # cached, not retrained
 
 
+TINY_BOOT = dict(
+    examples=EXAMPLES,
+    trainable_layers=None,
+    learning_rate=3e-3,
+    batch_tokens=64,
+    designer_share=0.5,
+    progress=False,
+)
+
+
+def _sha256(path) -> str:
+    import hashlib
+
+    return hashlib.sha256((path / "model.safetensors").read_bytes()).hexdigest()
+
+
+def test_bootstrap_stops_by_steps_whatever_the_clock_says(tmp_path, monkeypatch):
+    """The budget is counted in steps: a machine so busy that each step takes an hour (a clock
+    that jumps an hour every time it is read) trains the same steps to the same weights."""
+    import time
+
+    quiet = bootstrap("tiny-test", steps=6, output=tmp_path / "quiet", **TINY_BOOT)
+    now = [time.monotonic()]
+
+    def busy() -> float:
+        now[0] += 3600.0
+        return now[0]
+
+    monkeypatch.setattr(time, "monotonic", busy)
+    slow = bootstrap("tiny-test", steps=6, output=tmp_path / "busy", **TINY_BOOT)
+    meta = json.loads((slow / "spade_bootstrap.json").read_text())
+    assert meta["finished"] and meta["steps"] == 6 and meta["seconds"] > 3600
+    assert _sha256(slow) == _sha256(quiet)
+
+
+def test_an_interrupted_bootstrap_is_never_cached_as_finished(tmp_path, monkeypatch):
+    from spade.backends.local import LocalBackend
+
+    real = LocalBackend.sft_step
+    calls = [0]
+
+    def dies_at_step_3(self, *args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 3:
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(LocalBackend, "sft_step", dies_at_step_3)
+    out = tmp_path / "boot"
+    with pytest.raises(KeyboardInterrupt):
+        bootstrap("tiny-test", steps=5, output=out, **TINY_BOOT)
+    assert not out.exists()  # nothing there to be taken for a finished warm start
+    monkeypatch.setattr(LocalBackend, "sft_step", real)
+    path = bootstrap("tiny-test", steps=5, output=out, **TINY_BOOT)  # trains again, in full
+    assert json.loads((path / "spade_bootstrap.json").read_text())["steps"] == 5
+    assert not out.with_name("boot.partial").exists()
+
+
+def test_the_cache_key_covers_the_step_budget(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPADE_CACHE_DIR", str(tmp_path))
+    three = bootstrap("tiny-test", steps=3, **TINY_BOOT)
+    four = bootstrap("tiny-test", steps=4, **TINY_BOOT)
+    assert three != four and three.parent == four.parent == tmp_path / "models"
+    assert json.loads((four / "spade_bootstrap.json").read_text())["steps"] == 4
+    assert bootstrap("tiny-test", steps=3, **TINY_BOOT) == three
+
+
 def test_lora_bootstrap_is_merged_into_a_plain_model_folder(make_local, tmp_path):
     pytest.importorskip("peft")
     path = bootstrap(
