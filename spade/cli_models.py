@@ -20,7 +20,8 @@ from rich.table import Table
 from spade import bundled
 from spade import config as config_io
 from spade.backends.base import SamplingParams
-from spade.config import RECIPES, ModelConfig, TrainConfig, UsageError
+from spade.bootstrap import DEFAULT_STEPS
+from spade.config import RECIPES, TINY_CPU, DesignConfig, ModelConfig, TrainConfig, UsageError
 from spade.sandbox.runtime import standalone
 from spade.types import GAME_SKILLS, Program, skill_slug
 
@@ -339,6 +340,19 @@ def _policy_for(
 
 # --- design -----------------------------------------------------------------------------------
 
+OTHER_MODEL_DESIGN = DesignConfig(max_tokens=1536, temperature=1.0, prompt_budget_chars=3000)
+"""`spade design`'s Designer settings for a model other than the embedded default: room for a
+longer program, sampled at the paper's temperature, with a longer prompt."""
+
+
+def design_defaults(model: str, openai_base_url: str | None) -> DesignConfig:
+    """The Designer settings `spade design` starts from: the `tiny-cpu` recipe's with the embedded
+    default (what its warm start was taught, and what `spade train` and `spade bootstrap`'s
+    measurement use), `OTHER_MODEL_DESIGN` with any other model."""
+    if model == TINY_CPU.model.model and openai_base_url is None:
+        return TINY_CPU.design
+    return OTHER_MODEL_DESIGN
+
 
 def design_cmd(
     out: Path,
@@ -350,10 +364,10 @@ def design_cmd(
     api_key_env: str = "OPENAI_API_KEY",
     batch: int = 12,
     max_rounds: int = 10,
-    max_tokens: int = 1536,
-    temperature: float = 1.0,
-    prompt_budget_chars: int | None = 3000,
-    form: Literal["compact", "full"] = "compact",
+    max_tokens: int | None = None,
+    temperature: float | None = None,
+    prompt_budget_chars: int | None = None,
+    form: Literal["compact", "full"] | None = None,
     seed: int = 0,
     sandbox: Literal["local", "ray"] = "local",
 ) -> int:
@@ -374,11 +388,14 @@ def design_cmd(
         api_key_env: Environment variable with the server's key.
         batch: Design attempts per round (one batched sampling call).
         max_rounds: Give up after this many rounds.
-        max_tokens: Longest Designer reply.
-        temperature: Sampling temperature.
-        prompt_budget_chars: Designer prompt cap (None: the paper's full prompt).
+        max_tokens: Longest Designer reply (default: the `tiny-cpu` recipe's with the embedded
+            default model, as `spade train` samples it; else 1536).
+        temperature: Sampling temperature (default: the recipe's with the embedded default
+            model; else 1.0).
+        prompt_budget_chars: Designer prompt cap (default: the recipe's with the embedded
+            default model; else 3000); 0: no cap, the paper's full prompt.
         form: How games are asked for: `compact` (a subclass of the runtime's `QuestionEnv` /
-            `GameEnv`) or `full` (the whole contract).
+            `GameEnv`) or `full` (the whole contract); default: the recipe's (compact).
         seed: Seeds every random choice.
         sandbox: Where candidates are validated: `local` or `ray` (see `spade eval --help`).
     """
@@ -389,6 +406,11 @@ def design_cmd(
     from spade.pool import Pool
     from spade.sandbox import make_sandbox
 
+    defaults = design_defaults(model, openai_base_url)
+    max_tokens = defaults.max_tokens if max_tokens is None else max_tokens
+    temperature = defaults.temperature if temperature is None else temperature
+    budget = defaults.prompt_budget_chars if prompt_budget_chars is None else prompt_budget_chars
+    form = defaults.form if form is None else form
     out.mkdir(parents=True, exist_ok=True)
     policy = _policy_for(model, None, openai_base_url, api_key_env, seed)
     rotation = SkillRotation(skills, min(3, len(skills)))
@@ -413,7 +435,7 @@ def design_cmd(
                     limit=count - admitted,
                     documents=documents,
                     exemplars_for=_exemplars(pool, rng),
-                    budget_chars=prompt_budget_chars,
+                    budget_chars=budget or None,  # 0: no cap
                     form=form,
                 )
                 outcomes = design_and_admit(policy, envs, pool, loop.run_until_complete, request)
@@ -456,10 +478,9 @@ def bootstrap_cmd(
     model: str = "smollm2",
     force: bool = False,
     seed: int = 0,
-    minutes: float = 5.5,
     measure: bool = True,
-    steps: int = 2000,
-    form: Literal["compact", "full"] = "compact",
+    steps: int = DEFAULT_STEPS,
+    form: Literal["compact", "full"] = TINY_CPU.design.form,
     lora_rank: int = 0,
     trainable_layers: int = 10,
     learning_rate: float = 3e-4,
@@ -472,26 +493,22 @@ def bootstrap_cmd(
         lora_rank: Train LoRA adapters of this rank instead of all weights (0: all weights).
         trainable_layers: Train only the top N decoder layers (0: every layer).
         learning_rate: Peak learning rate (AdamW, 5% warm-up, cosine decay).
-        steps: Most optimizer steps (training stops at `steps` or `minutes`, whichever is first).
+        steps: Optimizer steps (the budget: the same command gives the same weights on a quiet
+            or a busy machine; a different budget is a different cached model).
         force: Rebuild even if a cached model exists.
         seed: Seed of the warm start.
-        minutes: Training time budget (the default trains 5.5 minutes; more writes better
-            code, see docs/warmstart.md). A different budget is a different cached model.
         measure: Report the share of admitted Designer replies (48, the loop's prompt) and the
             Agent's win rate on the held-out evaluation set.
     """
     from spade.bootstrap import bootstrap
 
-    if minutes <= 0 or steps <= 0:
-        console.print(
-            f"spade bootstrap: --minutes and --steps must be positive, got {minutes}, {steps}"
-        )
+    if steps <= 0:
+        console.print(f"spade bootstrap: --steps must be positive, got {steps}")
         return 2
     path = bootstrap(
         model,
         seed=seed,
         force=force,
-        max_minutes=minutes,
         steps=steps,
         form=form,
         lora_rank=lora_rank,

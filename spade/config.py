@@ -180,10 +180,26 @@ class TrainConfig:
     iteration."""
     eval_seeds: int = 2
     """Episodes per held-out environment in those evaluations (seeds 0..N-1)."""
-    eval_set: Literal["bundled", "families"] = "families"
+    eval_set: Literal["bundled", "families", "paired"] = "families"
     """The held-out environments: `bundled` (spade/heldout/, the setting's games or tool
-    tasks) or `families` (compact renders of held-out template families and of every mini
-    family, six of them held out: `spade.warmdata.eval_programs`, games only)."""
+    tasks), `families` (compact renders of held-out template families and of every mini
+    family, six of them held out: `spade.warmdata.eval_programs`, games only) or `paired` (the
+    small recipe's: the near and far sets of `spade.evalsets`, one-question environments of
+    the trained and the held-out question families plus reasoning-gym level-0 items, each
+    played once at `eval_temperature`, before and after compared item by item with a paired
+    bootstrap interval; the "before" of a model folder is cached; docs/evaluation.md)."""
+    eval_temperature: float = 0.0
+    """Sampling temperature of the `paired` evaluation and the learning curve: 0 (greedy) makes
+    them deterministic, so before and after are paired observations and a warm start's
+    "before" can be cached; > 0 samples (with a fixed seed). The other `eval_set`s and the
+    suites sample at `play.temperature`."""
+    eval_every: int = 2
+    """Learning curve: every N iterations (and at the last) the Agent plays the fixed
+    `eval_subset` items of the near set at `eval_temperature`, before the checkpoint; the win
+    rate is that iteration's `near_subset_win_rate` in metrics.jsonl (`spade report` plots it
+    beside `plain_win_rate`). 0 = off; off with `heldout_eval` off."""
+    eval_subset: int = 64
+    """Items of the learning curve's near subset (taken round-robin over the families)."""
     eval_difficulty: int | None = 1
     """Constructor `difficulty=` of the held-out environments; None: each one's default. The small
     recipe evaluates at 1 (easy): at their default the warm-started 135M model wins almost
@@ -268,10 +284,11 @@ def load(path: Path) -> TrainConfig:
 
 # --- presets (`spade train --recipe NAME`; launchers in recipes/) ------------------------------
 
-TINY_CPU = TrainConfig()
+TINY_CPU = TrainConfig(eval_set="paired")
 """The default: the embedded SmolLM2-135M-Instruct, warm-started (cached), on a laptop CPU, a
 bounded run: compact designs every iteration (`regen_interval=1`) at temperature 0.5, held-out
-evaluation on the held-out template families at difficulty 1."""
+evaluation on the paired near and far sets, greedy, the warm start's "before" cached (the bare
+`TrainConfig()` keeps `eval_set="families"`, which the scripted loop tests use)."""
 
 PAPER_GAMES = TrainConfig(
     run_dir=Path("runs/paper-games"),

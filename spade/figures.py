@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from spade.evaluate import wilson
-from spade.rundata import RunData, diversity
+from spade.rundata import RunData, diversity, learning_curve, paired_cells
 
 PLAIN, HINTED = "#1f77b4", "#ff7f0e"
 BANDS = (("frontier", "#2ca02c"), ("mastered", "#1f77b4"), ("out_of_reach", "#d62728"))
@@ -289,7 +289,41 @@ def fig_diversity(run: RunData, ax: Any) -> None:
     _style(ax, run, title, "distance", first=its[0])
 
 
+def fig_learning(run: RunData, ax: Any) -> None:
+    """The learning curve: plain win rate on the played pool every iteration, and the fixed near
+    subset every `eval_every` iterations (greedy; iteration 0: before training)."""
+    curves = learning_curve(run)
+    drawn = False
+    for name, color, label in (
+        ("plain", PLAIN, "plain win rate, played pool (sampled)"),
+        ("near_subset", "#2ca02c", "near subset (fixed items, greedy)"),
+    ):
+        x, y = curves[name]
+        if x:
+            ax.plot(x, y, _line(len(x)), color=color, label=label)
+            drawn = True
+    if drawn:
+        ax.set_ylim(-0.03, 1.03)
+    else:
+        _empty(ax, "no iteration yet")
+    first = 0 if 0 in curves["near_subset"][0] else 1
+    _style(ax, run, "learning curve: Agent win rate", "win rate", first=first)
+
+
 def fig_heldout(run: RunData, ax: Any) -> None:
+    cells = paired_cells(run.evals)
+    if cells:
+        title = "held-out paired sets, each item once (95% Wilson intervals)"
+        rows = ((run.evals.get("paired") or {}).get("sets")) or {}
+        diffs = [
+            f"{name} {100 * r['difference']:+.1f} pts "
+            f"[{100 * r['low']:+.1f}, {100 * r['high']:+.1f}]"
+            for name, r in rows.items()
+            if "difference" in r
+        ]
+        if diffs:
+            title += "\nafter - before, paired bootstrap 95% CI: " + "; ".join(diffs)
+        return _before_after(ax, cells, title)
     phases = {p: run.evals[p] for p in ("before", "after") if isinstance(run.evals.get(p), dict)}
     if not phases:
         _empty(ax, "no held-out evaluation in this run (eval.json)")
@@ -386,6 +420,7 @@ FIGURES: tuple[tuple[str, str, Callable[[RunData, Any], None], int], ...] = (
     ("design", "Designer: valid designs and reward", fig_design, 2),
     ("regret", "Regret distribution over time", fig_regret, 1),
     ("win_rate", "Plain vs hinted win rate", fig_win_rate, 1),
+    ("learning", "Learning curve", fig_learning, 1),
     ("bands", "Pool bands over time", fig_bands, 1),
     ("skills", "Skill mix", fig_skills, 2),
     ("turns", "Turns per episode", fig_turns, 1),

@@ -14,6 +14,11 @@ Every iteration (SPADE.md section 2):
 5. update the policy on both roles' samples (or each role's policy on its own, with
    `--separate-designer`), then checkpoint: trainer state, loop state, pool, metrics.
 
+Each metrics row says where the iteration's time went (`TIME_PHASES`) and how new its designs
+are: `design/novelty_mean` (1 minus the similarity of each admitted design to its nearest
+warm-start training program) and `design/copies` (attempts refused as copies of one,
+`spade.admission.TRAINING_COPY`: a copy gets the failed attempt's reward, never a design's).
+
 The pieces live beside it: `spade.admission` (design -> validate -> admit, with retries),
 `spade.windows` (Designer samples scored when their window closes), `spade.rundir` (checkpoint
 and resume).
@@ -29,11 +34,11 @@ import dataclasses
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spade import windows
-from spade.admission import DesignRequest, design_and_admit
+from spade.admission import TRAINING_COPY, DesignRequest, design_and_admit, warm_start_programs
 from spade.backends.base import Completion, Policy, Sample, SamplingParams, Trainer, episode_sample
 from spade.config import TrainConfig
 from spade.designer import SkillRotation
@@ -52,6 +57,22 @@ from spade.windows import DesignerReward, close_windows, pending_item
 
 BANDS = ("frontier", "mastered", "out_of_reach")
 
+TIME_PHASES = (
+    "designer_sample_s",
+    "validate_s",
+    "agent_sample_s",
+    "env_s",
+    "update_s",
+    "iteration_s",
+)
+"""Where an iteration's seconds go, each `time/<phase>` in its metrics: the Designer's sampling
+(its hint calls included); validation, i.e. the rest of the design phase (the copy check, the
+sandbox's checks, the hint gate's `solution()` calls); the Agent's sampling; the environments'
+time during play (the rest of the play phase); the update; the whole iteration. What the five
+phases leave of the iteration is scoring and bookkeeping (and, once per process, building the
+warm start's program set for the copy check). The older `model_seconds` (both roles' sampling
+and the update) and `env_seconds` (validation and play's environment time) are their sums."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Models:
@@ -64,7 +85,7 @@ class Models:
 
 
 class _Timed:
-    """A Policy wrapper that adds the seconds spent sampling to a counter (for the overhead)."""
+    """A Policy wrapper that adds the seconds spent sampling to a counter (the time split)."""
 
     def __init__(self, policy: Policy, clock: dict[str, float], key: str) -> None:
         self.policy, self.clock, self.key = policy, clock, key
@@ -122,7 +143,7 @@ def run_iteration(
     progress("update")
     t = time.perf_counter()
     losses = _update(models, agent_samples, designer_samples)
-    clock["model_s"] = clock.get("model_s", 0.0) + time.perf_counter() - t
+    clock["update_s"] = time.perf_counter() - t
 
     plain = [r for r in rollouts if not r.request.hinted]
     hinted = [r for r in rollouts if r.request.hinted]
@@ -133,7 +154,9 @@ def run_iteration(
         if (key := (r.request.program.env_id, r.request.seed)) in plain_of
     ]
     bands = pool.record_bands(it)
-    total = time.perf_counter() - started
+    clock["iteration_s"] = total = time.perf_counter() - started
+    model_s = sum(clock.get(k, 0.0) for k in ("designer_sample_s", "agent_sample_s", "update_s"))
+    env_s = clock.get("validate_s", 0.0) + clock.get("env_s", 0.0)
     metrics.update(
         plain_win_rate=win_rate_of(r.return_ for r in plain),
         hinted_win_rate=win_rate_of(r.return_ for r in hinted) if hinted else None,
@@ -151,11 +174,20 @@ def run_iteration(
         band_shares={k: bands[k] / bands["total"] if bands.get("total") else 0.0 for k in BANDS},
         loss=losses,
         seconds=total,
-        model_seconds=clock.get("model_s", 0.0),
-        env_seconds=clock.get("env_s", 0.0),
-        overhead=max(0.0, total - clock.get("model_s", 0.0) - clock.get("env_s", 0.0)) / total,
+        model_seconds=model_s,
+        env_seconds=env_s,
+        overhead=max(0.0, total - model_s - env_s) / total,
     )
+    metrics.update({f"time/{k}": clock.get(k, 0.0) for k in TIME_PHASES})
     return metrics
+
+
+def time_totals(iterations: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Each phase's seconds summed over the iterations' metrics (the run summary's `time`):
+    `TIME_PHASES`, then any other `time/<phase>` a caller added to a row (an evaluation)."""
+    added = (k.removeprefix("time/") for m in iterations for k in m if k.startswith("time/"))
+    phases = dict.fromkeys([*TIME_PHASES, *added])
+    return {k: round(sum(m.get(f"time/{k}", 0.0) for m in iterations), 3) for k in phases}
 
 
 def _design_step(
@@ -192,22 +224,28 @@ def _design_step(
         budget_chars=d.prompt_budget_chars,
         separate_hint=d.separate_hint,
         form=d.form,
+        # whatever the model: a template program copied is no new environment either way
+        training=warm_start_programs(d.form),
     )
-    t, model_before = time.perf_counter(), clock.get("model_s", 0.0)
-    designer = _Timed(models.designer, clock, "model_s")
+    t = time.perf_counter()
+    designer = _Timed(models.designer, clock, "designer_sample_s")
     outcomes = design_and_admit(designer, sandbox, pool, run_async, request)
     new_envs = [o.attempt.program for o in outcomes if o.admitted and o.attempt.program]
     solutions, solution_errors = run_async(windows.solutions(sandbox, new_envs))
-    sampling = clock.get("model_s", 0.0) - model_before
-    clock["env_s"] = clock.get("env_s", 0.0) + time.perf_counter() - t - sampling
+    elapsed = time.perf_counter() - t
+    clock["validate_s"] = max(0.0, elapsed - clock.get("designer_sample_s", 0.0))
     for o in outcomes:
         if o.attempt.completion.trainable:
             state.pending.append(pending_item(o, solutions.get(o.env_id or "", [])))
+    similarities = [o.training_similarity for o in outcomes if o.admitted]
+    known = [s for s in similarities if s is not None]
     return new_envs, {
         "valid_design_rate": len(new_envs) / max(len(outcomes), 1),
         "design_attempts": len(outcomes),
         "solution_errors": solution_errors,
         "skill_mix": {s: skills.count(s) for s in sorted(set(skills))},
+        "design/novelty_mean": 1.0 - sum(known) / len(known) if known else None,
+        "design/copies": sum(any(f.check == TRAINING_COPY for f in o.failures) for o in outcomes),
     }
 
 
@@ -232,10 +270,10 @@ def _play_step(
         temperature=cfg.play.temperature,
         seed=_seed(cfg, it, "play-sample"),
     )
-    t, model_before = time.perf_counter(), clock.get("model_s", 0.0)
+    t = time.perf_counter()
     rollouts: list[Rollout] = run_async(
         play(
-            _Timed(models.agent, clock, "model_s"),
+            _Timed(models.agent, clock, "agent_sample_s"),
             sandbox,
             requests,
             params=params,
@@ -243,8 +281,8 @@ def _play_step(
             max_context_tokens=cfg.model.max_context_tokens,
         )
     )
-    sampling = clock.get("model_s", 0.0) - model_before
-    clock["env_s"] = clock.get("env_s", 0.0) + time.perf_counter() - t - sampling
+    elapsed = time.perf_counter() - t
+    clock["env_s"] = max(0.0, elapsed - clock.get("agent_sample_s", 0.0))
     pool.record_episodes(
         EpisodeRow.of(r.episode, iteration=it, hinted=r.request.hinted, tokens=r.tokens)
         for r in rollouts

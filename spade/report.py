@@ -71,6 +71,20 @@ def _cards(run: RunData) -> str:
         overall = run.evals.get(phase, {}).get("overall")
         if overall:
             cards.append((f"held-out win rate {phase}", _num(overall["rate"])))
+    for name, row in ((run.evals.get("paired") or {}).get("sets") or {}).items():
+        if "difference" in row:
+            cards.append(
+                (
+                    f"{name} set: {row['before']:.0%} -> {row['after']:.0%}, paired 95% CI "
+                    f"[{100 * row['low']:+.1f}, {100 * row['high']:+.1f}]",
+                    f"{100 * row['difference']:+.1f} pts",
+                )
+            )
+    subset = [
+        m["near_subset_win_rate"] for m in run.metrics if m.get("near_subset_win_rate") is not None
+    ]
+    if subset:
+        cards.append(("last near-subset win rate", _num(subset[-1])))
     return "".join(
         f'<div class="card"><b>{html.escape(v)}</b><span>{html.escape(k)}</span></div>'
         for k, v in cards

@@ -12,7 +12,9 @@ Where this departs from the paper's reference (SPADE.md "Ours"):
 
 - regret needs the hinted and plain arms to have the same length (same seeds, same counts);
 - a failed design attempt (no code, invalid code, rejected) is a training sample with
-  `INVALID_DESIGN_REWARD`, below every valid design's reward, instead of being dropped;
+  `INVALID_DESIGN_REWARD`, below every valid design's reward, instead of being dropped; a copy
+  of a warm-start training program is such a failure (`spade.admission.TRAINING_COPY`), so a
+  memorised program never earns a design's reward;
 - the Designer's advantage scale has a floor (`designer_scale(floor=1.0)`), so it is not 0 in
   an iteration where the Agent has no samples;
 - hint gates (`hint_gate`) close the "password" exploit where the hint simply gives the answer;
@@ -35,7 +37,8 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 INVALID_DESIGN_REWARD = -1.0
-"""Reward of a failed design attempt (no code, invalid code, rejected by validation).
+"""Reward of a failed design attempt (no code, invalid code, rejected by validation or as a
+copy of a warm-start training program).
 
 Below every valid design's reward: blend, solve rate and learning potential lie in [0, 1] and
 pure regret in [0, 2] (returns lie in [-1, 1]), so invalid attempts always get a negative

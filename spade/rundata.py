@@ -114,6 +114,52 @@ def load_run(run_dir: Path) -> RunData:
     )
 
 
+def learning_curve(run: RunData) -> dict[str, tuple[list[int], list[float]]]:
+    """(iterations, win rates) of the Agent's plain plays on the played pool (`plain_win_rate`)
+    and of the fixed near subset (`near_subset_win_rate`, every `eval_every` iterations; at
+    iteration 0 the "before" evaluation's outcomes on those items, when the run has one)."""
+    curves: dict[str, tuple[list[int], list[float]]] = {}
+    for name, key in (("plain", "plain_win_rate"), ("near_subset", "near_subset_win_rate")):
+        points = [
+            (m["iteration"], float(m[key]))
+            for m in run.metrics
+            if isinstance(m.get(key), (int, float))
+        ]
+        if name == "near_subset":
+            start = (run.evals.get("before") or {}).get("near_subset_win_rate")
+            if isinstance(start, (int, float)):
+                points.insert(0, (0, float(start)))
+        curves[name] = ([p[0] for p in points], [p[1] for p in points])
+    return curves
+
+
+def paired_cells(evals: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per phase ("before", "after"), per paired set (and the far set's reasoning-gym items as
+    `far:reasoning-gym`), its win rate with a Wilson interval ({wins, episodes, rate, low,
+    high}), from the per-item outcomes in eval.json; {} for a run without the paired sets."""
+    from spade.evaluate import WinRate
+
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for phase in ("before", "after"):
+        sets = (evals.get(phase) or {}).get("sets")
+        if not isinstance(sets, dict):
+            continue
+        out[phase] = {
+            name: WinRate(record["outcomes"].count("1"), len(record["outcomes"])).to_json()
+            for name, record in sets.items()
+        }
+        # the far set's reasoning-gym items on their own (from the by-family counts)
+        rgym = [
+            v
+            for k, v in (evals[phase].get("by_family") or {}).items()
+            if k.startswith("far:reasoning-gym:")
+        ]
+        if rgym:
+            wins, n = sum(v["wins"] for v in rgym), sum(v["episodes"] for v in rgym)
+            out[phase]["far:reasoning-gym"] = WinRate(wins, n).to_json()
+    return out
+
+
 # --- diversity --------------------------------------------------------------------------------
 
 

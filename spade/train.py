@@ -21,7 +21,7 @@ from typing import Any
 from spade import bundled, run_evals
 from spade import config as config_io
 from spade.config import TrainConfig, UsageError
-from spade.loop import Models, run_iteration
+from spade.loop import Models, run_iteration, time_totals
 from spade.models import build_models, fsdp_model_path, resolve_model
 from spade.pool import Pool
 from spade.rewards import make_designer_reward
@@ -93,6 +93,7 @@ def train(
         )
     for spec in cfg.eval_suites:
         run_evals.split_suite_spec(spec)
+    run_evals.check_config(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
         config_io.save(cfg, run_dir / "config.json")
@@ -120,10 +121,11 @@ def train(
         run_async(sandbox.start())
         try:
             evals = _read_json(run_dir / "eval.json")
-            if cfg.heldout_eval and "before" not in evals:
-                show("evaluating on the held-out environments (before training)")
-                evals["before"] = run_async(run_evals.heldout(models, sandbox, cfg)).to_json()
-                _write_json(run_dir / "eval.json", evals)
+            # the before-cache holds a model folder's outcomes: not after a restored checkpoint
+            use_cache = state.iteration == 0
+            run_evals.heldout_phase(
+                evals, "before", models, sandbox, cfg, run_async, show, use_cache=use_cache
+            )
             run_evals.suites_phase(evals, "before", models, cfg, run_async, show)
             with _Progress(cfg.iterations, state.iteration, progress_bars) as bar:
                 for it in range(state.iteration + 1, cfg.iterations + 1):
@@ -139,16 +141,22 @@ def train(
                         run_async,
                         bar.phase,
                     )
+                    if run_evals.curve_due(cfg, it):  # the learning curve, before the checkpoint
+                        bar.phase("eval")
+                        started = time.perf_counter()
+                        metrics["near_subset_win_rate"] = run_async(
+                            run_evals.near_subset_rate(models, sandbox, cfg)
+                        )
+                        metrics["time/eval_s"] = time.perf_counter() - started
                     metrics["peak_rss_mib"] = peak_rss_mib()
                     if hasattr(reward_fn, "state_dict"):
                         state.reward_state = reward_fn.state_dict()
                     checkpoint(run_dir, it, models, state, metrics)
                     bar.done(metrics)
-            if cfg.heldout_eval and "after" not in evals:
-                show("evaluating on the held-out environments (after training)")
-                evals["after"] = run_async(run_evals.heldout(models, sandbox, cfg)).to_json()
-                _write_json(run_dir / "eval.json", evals)
+            run_evals.heldout_phase(evals, "after", models, sandbox, cfg, run_async, show)
             run_evals.suites_phase(evals, "after", models, cfg, run_async, show)
+            for line in run_evals.paired_lines(evals):
+                show(line)
         finally:
             run_async(sandbox.aclose())
             event_loop.close()
@@ -166,6 +174,10 @@ def train(
         for line in (run_dir / "metrics.jsonl").read_text().splitlines()
         if line.strip()
     ]
+    summary["time"] = time_totals(summary["iterations"])  # seconds per phase, whole run
+    if "paired" in summary["eval"]:  # per set: before, after, difference and its interval
+        summary["paired"] = run_evals.paired_brief(summary["eval"])
+    summary["learning_curve"] = run_evals.learning_curve(summary["eval"], summary["iterations"])
     _write_json(run_dir / "summary.json", summary)
     return summary
 
@@ -245,6 +257,7 @@ class _Progress:
             last = f"win {metrics['plain_win_rate']:.2f}" + (
                 f"  valid {valid:.2f}" if valid is not None else ""
             )
+            last += f"  {metrics['seconds']:.0f}s/it"
             self.bar.update(self.task, advance=1, last=last, phase="")
 
     def __exit__(self, *exc: object) -> None:

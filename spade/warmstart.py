@@ -1,7 +1,8 @@
 """Measure a (warm-started) model in both roles, as `spade bootstrap` reports it.
 
 - Designer: one batched design call over the game skills with the loop's own Designer prompt
-  (the embedded model's budget, the recipe's form, a random grounding document each), every
+  and the `tiny-cpu` recipe's Designer settings (`TINY_CPU.design`: temperature, reply length,
+  prompt budget, form; `spade design` uses the same), a random grounding document each, every
   reply through the real validator with the bundled seeds as the duplicate pool; how many are
   near-duplicates of a warm-start training program, and which form each uses;
 - Agent: the evaluation set (`spade.warmdata.eval_programs`: held-out template and mini
@@ -23,7 +24,6 @@ from spade.backends.base import SamplingParams
 from spade.config import TINY_CPU, ModelConfig
 from spade.designer import design
 from spade.evaluate import EvalResult, evaluate
-from spade.prompts import TINY_BUDGET_CHARS
 from spade.sandbox import Sandbox
 from spade.types import GAME_SKILLS
 from spade.validate import ValidatorConfig, shingles, validate_many
@@ -81,12 +81,13 @@ def measure_model(
     *,
     seed: int = 0,
     designs_per_skill: int = 8,
-    form: str = "compact",
+    form: str = TINY_CPU.design.form,
     eval_seeds: int = 4,
     eval_difficulty: int = 1,
     max_turns: int = 6,
     temperature: float = TINY_CPU.design.temperature,
-    max_tokens: int = 512,
+    max_tokens: int = TINY_CPU.design.max_tokens,
+    prompt_budget_chars: int | None = TINY_CPU.design.prompt_budget_chars,
     agent_temperature: float = TINY_CPU.play.temperature,
     keep_replies: bool = False,
     agent: bool = True,
@@ -95,10 +96,11 @@ def measure_model(
     count: int | None = None,
 ) -> dict[str, Any]:
     """Designer: `designs_per_skill` designs per game skill (48 by default) at `temperature`,
-    up to `max_tokens` each (the defaults: the `tiny-cpu` recipe's sampling settings),
-    validated for real with the seeds as duplicate pool. Agent: the evaluation set at
-    `eval_difficulty` and the held-out games at difficulty 1, `eval_seeds` seeds each, up to
-    `max_turns` turns, no hints.
+    up to `max_tokens` each, under a `prompt_budget_chars` prompt in `form` (the defaults: the
+    `tiny-cpu` recipe's Designer settings, as `spade train` and `spade design` with the
+    embedded default use them), validated for real with the seeds as duplicate pool. Agent:
+    the evaluation set at `eval_difficulty` and the held-out games at difficulty 1,
+    `eval_seeds` seeds each, up to `max_turns` turns, no hints.
     `keep_replies` adds the Designer replies and verdicts to the report (for inspection);
     `agent=False` measures the Designer only; `families`, `mini` and `count` are the warm start's
     (`warm_start_examples`; None: its defaults), to spot copies of its training programs."""
@@ -115,7 +117,7 @@ def measure_model(
         rng=random.Random(seed),
         documents=bundled.grounding_documents(),
         params=SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed),
-        budget_chars=TINY_BUDGET_CHARS,
+        budget_chars=prompt_budget_chars,
         form=form,
     )
     design_seconds = time.monotonic() - started

@@ -15,13 +15,13 @@ import pytest
 from scripted import ScriptedPolicy
 
 from spade import cli_models
-from spade.admission import COUNT_REACHED, DesignRequest, design_and_admit
+from spade.admission import COUNT_REACHED, DesignRequest, TrainingPrograms, design_and_admit
 from spade.backends.base import Message, SamplingParams
 from spade.pool import Pool
 from spade.prompts import designer_reply
 from spade.sandbox import Sandbox, SandboxConfig
-from spade.types import env_id_of
-from spade.validate import ValidatorConfig
+from spade.types import CheckFailure, env_id_of
+from spade.validate import ValidatorConfig, shingles
 
 SKILL = "Magic Numbers"
 ALPHA = designer_reply(loopkit.MAGIC_ENV.replace("MagicEnv", "AlphaEnv"), "First line.")
@@ -230,3 +230,130 @@ def test_a_program_the_pool_holds_unadmitted_is_not_admitted_again(env) -> None:
     )
     assert not outcome.admitted and outcome.failures == (POOL_DUPLICATE,)
     assert pool.admitted() == []
+
+
+def _code(reply: str) -> str:
+    return reply.split("```python\n")[1].split("```")[0]
+
+
+def test_training_similarity_is_the_near_duplicate_measure() -> None:
+    # token 5-grams with literals normalised: `a = 1 / b = 2 / c = 3` is 9 tokens, 5 shingles;
+    # with `d` for `c` the first two are shared: 2 / (5 + 5 - 2) = 0.25
+    training = TrainingPrograms((shingles("a = 1\nb = 2\nc = 3\n"),))
+    assert training.nearest("a = 1\nb = 2\nd = 3\n") == 0.25
+    assert training.nearest("a = 7\nb = 8\nc = 9\n") == 1.0  # other numbers: still a copy
+    assert TrainingPrograms(()).nearest("a = 1\n") == 0.0
+
+
+def test_a_copy_of_a_training_program_is_refused_unrun(env) -> None:
+    # the training set holds ALPHA: ALPHA itself is an exact copy, refused before validation
+    # (the validator always reports its seconds: an empty verdict was never run) with the
+    # failed reward; BETA differs by its class name only (0.95), a near copy that LOOSE's
+    # threshold (1.01) lets in, with its similarity kept; under the default 0.9 it is refused
+    pool, sandbox, loop = env
+    training = TrainingPrograms((shingles(_code(ALPHA)),))
+    request = _request(2, training=training, failed_reward=-1.0)
+    copy, near = design_and_admit(
+        Batches([[ALPHA, BETA]]), sandbox, pool, loop.run_until_complete, request
+    )
+    assert (copy.admitted, copy.training_similarity) == (False, 1.0)
+    reason = "1.00 token similarity to a warm-start training program"
+    assert copy.failures == (CheckFailure("training_copy", reason),)
+    assert copy.verdict is not None and copy.verdict.stats == {}
+    assert near.admitted and near.training_similarity == training.nearest(_code(BETA))
+    assert 0.9 <= near.training_similarity < 1.0
+    assert [(r["attempt"], r["admitted"], r["reward"]) for r in pool.attempts(1)] == [
+        (0, False, -1.0),
+        (1, True, None),
+    ]
+    (row,) = list(pool.export_rows())
+    assert row["provenance"]["training_similarity"] == round(near.training_similarity, 3)
+    strict = dataclasses.replace(
+        _request(1, training=training), validator=ValidatorConfig(probe_seeds=1, solution_seeds=1)
+    )
+    gamma = designer_reply(loopkit.MAGIC_ENV.replace("MagicEnv", "GammaEnv"), "First line.")
+    (refused,) = design_and_admit(
+        Batches([[gamma]]), sandbox, pool, loop.run_until_complete, strict
+    )
+    assert [f.check for f in refused.failures] == ["training_copy"]
+    # without a training set nothing is compared, and no similarity is kept
+    delta = designer_reply(loopkit.MAGIC_ENV.replace("MagicEnv", "DeltaEnv"), "First line.")
+    (plain,) = design_and_admit(
+        Batches([[delta]]), sandbox, pool, loop.run_until_complete, _request(1)
+    )
+    assert plain.admitted and plain.training_similarity is None
+    (row,) = [r for r in pool.export_rows() if r["env_id"] == plain.env_id]
+    assert "training_similarity" not in row["provenance"]
+
+
+class _Stop(Exception):
+    """Raised by a stub once it has seen what it was asked."""
+
+
+class _NoSandbox:
+    async def start(self) -> _NoSandbox:
+        return self
+
+    async def aclose(self) -> None:
+        pass
+
+
+def _designed_with(monkeypatch, tmp_path: Path, **flags: object) -> tuple:
+    """(temperature, max_tokens, prompt budget, form) of the first request `spade design` makes."""
+    from spade import admission, sandbox
+
+    seen: list[tuple] = []
+
+    def capture(policy, envs, pool, run_async, request):
+        p = request.params
+        seen.append((p.temperature, p.max_tokens, request.budget_chars, request.form))
+        raise _Stop
+
+    monkeypatch.setattr(cli_models, "_policy_for", lambda *a, **k: None)
+    monkeypatch.setattr(sandbox, "make_sandbox", lambda *a, **k: _NoSandbox())
+    monkeypatch.setattr(admission, "design_and_admit", capture)
+    with pytest.raises(_Stop):
+        cli_models.design_cmd(tmp_path / "out", **flags)  # type: ignore[arg-type]
+    return seen[0]
+
+
+def test_spade_design_and_the_bootstrap_measurement_use_the_recipes_designer(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # with the embedded default, `spade design` and `spade bootstrap`'s measurement
+    # (`measure_model`) sample the Designer as `spade train` does: TINY_CPU.design's
+    # temperature, reply length, prompt budget and form, unless a flag says otherwise
+    from spade import models, warmstart
+    from spade.config import TINY_CPU
+
+    d = TINY_CPU.design
+    recipe = (d.temperature, d.max_tokens, d.prompt_budget_chars, d.form)
+    measured: list[tuple] = []
+
+    def capture(policy, **kw):
+        p = kw["params"]
+        measured.append((p.temperature, p.max_tokens, kw["budget_chars"], kw["form"]))
+        raise _Stop
+
+    monkeypatch.setattr(models, "local_backend", lambda *a, **k: None)
+    monkeypatch.setattr(warmstart, "design", capture)
+    with pytest.raises(_Stop):
+        warmstart.measure_model("unused")
+    assert _designed_with(monkeypatch, tmp_path) == measured[0] == recipe
+    # the same numbers nowhere else: the recipe is not the other models' defaults
+    other = cli_models.OTHER_MODEL_DESIGN
+    assert (other.temperature, other.max_tokens, other.prompt_budget_chars) != recipe[:3]
+    # a flag overrides its own setting only; 0 lifts the prompt cap
+    assert _designed_with(monkeypatch, tmp_path, temperature=0.9, prompt_budget_chars=0) == (
+        0.9,
+        d.max_tokens,
+        None,
+        d.form,
+    )
+    # any other model starts from the other defaults
+    assert _designed_with(monkeypatch, tmp_path, model="some/hub-model") == (
+        other.temperature,
+        other.max_tokens,
+        other.prompt_budget_chars,
+        other.form,
+    )

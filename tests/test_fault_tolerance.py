@@ -148,7 +148,10 @@ def _plain(value: Any) -> Any:
 def _metrics(run_dir: Path) -> list[dict[str, Any]]:
     timing = {"seconds", "model_seconds", "env_seconds", "overhead"}
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    return [{k: v for k, v in json.loads(ln).items() if k not in timing} for ln in lines]
+    return [
+        {k: v for k, v in json.loads(ln).items() if k not in timing and not k.startswith("time/")}
+        for ln in lines
+    ]
 
 
 @pytest.mark.slow

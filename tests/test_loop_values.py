@@ -47,14 +47,16 @@ import loopkit
 import pytest
 from scripted import ScriptedPolicy, decode
 
+from spade.admission import warm_start_programs
 from spade.backends.base import Message
 from spade.config import DesignConfig, PlayConfig
-from spade.loop import Models
+from spade.loop import TIME_PHASES, Models
 from spade.prompts import DESIGNER_ROLE_COMPACT, HINT_SYSTEM, designer_reply
 from spade.rewards import INVALID_DESIGN_REWARD
 from spade.train import train
 from spade.types import env_id_of
 from spade.validate import ValidatorConfig
+from spade.warmstart import training_programs
 
 S1, S2 = "Magic Numbers", "Lucky Numbers"
 T0 = random.Random(0).randint(100, 999)  # MagicEnv's target at seed 0: what solution() says
@@ -205,6 +207,41 @@ def test_regret_blend_and_hint_gate_per_design(blend_run) -> None:
     assert second["designer_scale"] == 6.0
 
 
+def _phases(metrics: dict) -> dict[str, float]:
+    """The iteration's per-phase seconds (`spade.loop.TIME_PHASES`), every one there."""
+    return {k: metrics[f"time/{k}"] for k in TIME_PHASES}
+
+
+def test_a_copy_of_a_warm_start_program_is_refused_and_gets_no_reward(tmp_path: Path) -> None:
+    # S1's second reply is the warm start's first Designer target: refused at admission as a
+    # training copy (never run), it is a failed attempt with the failed reward (-1), so the
+    # Designer advantages are the blend run's, where that slot held no code at all:
+    #   ALPHA +6.0, GAMMA -1.2, copy -6.0, DELTA +1.2
+    copy = training_programs(form="compact")[0]
+    plan = {S1: [PLAN[S1][0], designer_reply(copy, "Compute it.")], S2: PLAN[S2]}
+    summary, trainer = run(tmp_path / "run", plan=plan)
+    first = summary["iterations"][0]
+    assert first["design/copies"] == 1 and first["valid_design_rate"] == 0.75
+    (failures,) = rows(tmp_path / "run", "SELECT failures FROM design_attempts WHERE attempt = 2")
+    assert json.loads(failures[0]) == [
+        {
+            "check": "training_copy",
+            "reason": "1.00 token similarity to a warm-start training program",
+        }
+    ]
+    assert rows(tmp_path / "run", "SELECT reward FROM design_attempts WHERE attempt = 2") == [
+        (INVALID_DESIGN_REWARD,)
+    ]
+    assert env_id_of(copy) not in {
+        e for (e,) in rows(tmp_path / "run", "SELECT env_id FROM programs")
+    }
+    designer = _by_role(trainer, 1, "designer")
+    assert [s.advantage for s in designer] == pytest.approx([6.0, -1.2, -6.0, 1.2])
+    assert "class ArithmeticEnv" in decode(
+        [t for t, m in zip(designer[2].token_ids, designer[2].loss_mask) if m]
+    )
+
+
 def _by_role(trainer: loopkit.FakeTrainer, update: int, role: str) -> list:
     return [s for s in trainer.updates[update] if s.role == role]
 
@@ -327,8 +364,26 @@ def test_iteration_metrics(blend_run) -> None:
         assert m["overhead"] == pytest.approx(
             (m["seconds"] - m["model_seconds"] - m["env_seconds"]) / m["seconds"]
         )
+        # ... and they are the sums of the per-phase seconds, which the iteration holds
+        t = _phases(m)
+        assert t["iteration_s"] == m["seconds"]
+        assert m["model_seconds"] == pytest.approx(
+            t["designer_sample_s"] + t["agent_sample_s"] + t["update_s"]
+        )
+        assert m["env_seconds"] == pytest.approx(t["validate_s"] + t["env_s"])
+    assert _phases(second)["designer_sample_s"] == _phases(second)["validate_s"] == 0.0
     assert first["loss"]["shared"] == {"loss": 12.0}  # FakeTrainer: the number of samples
     assert second["loss"]["shared"] == {"loss": 16.0}  # 12 Agent + 4 Designer
+    # the summary adds each phase up over the iterations
+    assert {k: summary["time"][k] for k in TIME_PHASES} == {
+        k: pytest.approx(first[f"time/{k}"] + second[f"time/{k}"], abs=1e-3) for k in TIME_PHASES
+    }
+    # novelty: no design copies a warm-start program; each admitted one is the same distance
+    # from the nearest (the three differ by their class name only, and none is a template)
+    assert first["design/copies"] == 0 and "design/copies" not in second
+    nearest = warm_start_programs("compact").nearest(ALPHA)
+    assert 0.0 < nearest < 0.5
+    assert first["design/novelty_mean"] == pytest.approx(1.0 - nearest)
 
 
 def test_the_active_set_is_new_designs_then_a_seeded_sample(tmp_path: Path) -> None:
@@ -514,6 +569,21 @@ def test_timed_sampling_adds_up_over_calls() -> None:
     assert clock["model_s"] >= 0.15 and clock["other"] == 1.0
 
 
+def test_time_totals_add_each_phase_up_and_keep_the_ones_a_caller_added() -> None:
+    from spade.loop import time_totals
+
+    rows_ = [{"time/update_s": 1.0, "time/eval_s": 2.0, "seconds": 9.0}, {"time/update_s": 0.25}]
+    assert time_totals(rows_) == {
+        "designer_sample_s": 0.0,
+        "validate_s": 0.0,
+        "agent_sample_s": 0.0,
+        "env_s": 0.0,
+        "update_s": 1.25,
+        "iteration_s": 0.0,
+        "eval_s": 2.0,
+    }
+
+
 def test_phase_seeds_fit_in_31_bits() -> None:
     from spade.loop import _seed
 
@@ -559,6 +629,11 @@ def test_the_scale_floor_and_the_clock_reach_the_iteration(tmp_path: Path) -> No
     assert second["designer_scale"] == 20.0
     assert first["model_seconds"] >= 0.9 and second["model_seconds"] >= 0.4
     assert first["seconds"] + second["seconds"] <= wall
+    # by phase: the update's 0.4 s in each iteration, the Designer's 0.5 s in the first only
+    assert _phases(first)["update_s"] >= 0.4 and _phases(second)["update_s"] >= 0.4
+    assert _phases(first)["designer_sample_s"] >= 0.5
+    assert _phases(second)["designer_sample_s"] == 0.0  # no design at iteration 2
+    assert _phases(first)["agent_sample_s"] < 0.4  # neither sleep is the Agent's
 
 
 def test_a_lone_failed_rollout_and_an_empty_band_count_as_they_are(
@@ -659,6 +734,13 @@ def test_time_is_split_between_sampling_and_environments(tmp_path: Path) -> None
     [m] = metrics_of(tmp_path / "run")
     assert agent_calls and m["model_seconds"] >= 2.0 + 0.1 * len(agent_calls)
     assert 0.0 <= m["env_seconds"] and m["model_seconds"] + m["env_seconds"] <= m["seconds"]
+    # by phase: each role's sleeps are its own sampling time, and the other's is not
+    t = _phases(m)
+    assert t["designer_sample_s"] >= 2.0 and t["agent_sample_s"] >= 0.1 * len(agent_calls)
+    assert t["agent_sample_s"] < 2.0 and t["designer_sample_s"] < 2.0 + 0.1 * len(agent_calls)
+    # and no second is counted twice: the phases fit in the iteration (the Designer's 2 s in
+    # validation too would overflow it)
+    assert sum(t[k] for k in TIME_PHASES if k != "iteration_s") <= t["iteration_s"]
 
 
 LONG_ENV = '''"""Say anything; the game ends at the tenth reply.
@@ -747,6 +829,11 @@ def test_play_time_is_net_of_its_own_sampling_only(tmp_path: Path) -> None:
     )
     assert turns == [1]
     assert m["model_seconds"] >= 3.0 and m["env_seconds"] >= 1.0
+    # by phase: the step's second is play's environment time; the Designer's 3 s are its own
+    # sampling, not validation (nothing to validate: the reply holds no code) nor the Agent's
+    t = _phases(m)
+    assert t["env_s"] >= 1.0 and t["designer_sample_s"] >= 3.0
+    assert t["validate_s"] < 1.0 and t["agent_sample_s"] < 1.0
 
 
 def test_an_iteration_with_nothing_to_play_reports_no_time_and_no_plays(tmp_path: Path) -> None:
@@ -779,6 +866,10 @@ def test_the_design_phases_environment_time_counts(tmp_path: Path) -> None:
     )
     [m] = metrics_of(tmp_path / "run")
     assert m["valid_design_rate"] == 1.0 and m["env_seconds"] >= 1.0
+    # by phase: validation (which replays the solution) and the hint gate each wait at least
+    # one second; play never calls solution()
+    t = _phases(m)
+    assert t["validate_s"] >= 2.0 and t["env_s"] < t["validate_s"]
 
 
 def test_a_run_that_designs_nothing_samples_nothing_and_keeps_clean_clocks(tmp_path: Path) -> None:

@@ -254,3 +254,54 @@ def test_the_suites_figure_draws_each_subset_before_and_after(tmp_path: Path) ->
     fig_suites(run, ax)
     assert not ax.patches and "bfcl: the bfcl suite needs its package" in ax.texts[0].get_text()
     plt.close(fig)
+
+
+def test_a_paired_run_gets_its_learning_curve_and_paired_sets_drawn(tmp_path: Path) -> None:
+    from spade.rundata import learning_curve, load_run, paired_cells
+
+    run_dir = make_run(tmp_path / "run")
+    rows = [metrics_row(it, design=it % 2 == 1) for it in (1, 2, 3)]
+    rows[1]["near_subset_win_rate"] = 0.5  # eval_every=2 over 3 iterations: at 2 and 3
+    rows[2]["near_subset_win_rate"] = 0.625
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rgym = {"far:reasoning-gym:chain_sum": win(1, 2, 0.1, 0.9), "far:smaller": win(0, 2, 0, 0.6)}
+    evals = {
+        "before": {
+            "overall": win(2, 7, 0.1, 0.6),
+            "by_family": rgym,
+            "sets": {"near": {"outcomes": "1100"}, "far": {"outcomes": "010"}},
+            "near_subset_win_rate": 0.25,
+        },
+        "after": {
+            "overall": win(5, 7, 0.4, 0.9),
+            "sets": {"near": {"outcomes": "1111"}, "far": {"outcomes": "011"}},
+        },
+        "paired": {
+            "sets": {
+                "near": {"before": 0.5, "after": 1.0, "difference": 0.5, "low": 0.0, "high": 1.0},
+                "far": {"before": 1 / 3, "after": 2 / 3, "difference": 1 / 3, "low": 0.0,
+                        "high": 1.0},
+            }
+        },
+    }  # fmt: skip
+    (run_dir / "eval.json").write_text(json.dumps(evals))
+    run = load_run(run_dir)
+    assert learning_curve(run) == {
+        "plain": ([1, 2, 3], [0.25, 0.5, 0.75]),
+        "near_subset": ([0, 2, 3], [0.25, 0.5, 0.625]),
+    }
+    cells = paired_cells(run.evals)
+    assert {k: v["wins"] for k, v in cells["before"].items()} == {
+        "near": 2,
+        "far": 1,
+        "far:reasoning-gym": 1,
+    }
+    assert (cells["after"]["near"]["rate"], cells["after"]["far"]["episodes"]) == (1.0, 3)
+    assert paired_cells({"before": {"overall": win(1, 2, 0, 1)}}) == {}  # another eval_set
+
+    page = build_report(run_dir)
+    for stem in STEMS:
+        assert_png(page.parent / f"{stem}.png")
+    text = " ".join(parse(page).text)
+    assert "+50.0 pts" in text and "near set: 50% -> 100%, paired 95% CI [+0.0, +100.0]" in text
+    assert "last near-subset win rate" in text and "Learning curve" in text
