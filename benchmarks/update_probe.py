@@ -45,9 +45,22 @@ from spade.templates.mini import MINI_EVAL_FAMILIES, MINI_FAMILIES, render_mini
 from spade.types import Program
 
 
-def environments(count: int, seed: int) -> list[Program]:
-    """`count` distinct mini programs, the trained families in turn (the held-out ones are the
-    evaluation's)."""
+def environments(count: int, seed: int, kind: str = "questions") -> list[Program]:
+    """`count` environments: the question environments of the trained question families in
+    turn (`questions`, what the default run's pool is seeded with; each seed draws another
+    question), or distinct mini programs of the trained mini families (`mini`)."""
+    if kind == "questions":
+        from spade import questions
+
+        names = sorted(questions.TRAIN_FAMILIES)
+        return [
+            Program.from_code(
+                questions.question_env(names[i % len(names)]),
+                skill=questions.SKILL,
+                source=f"question:{names[i % len(names)]}",
+            )
+            for i in range(count)
+        ]
     families = [f for f in sorted(MINI_FAMILIES) if f not in MINI_EVAL_FAMILIES]
     rng = random.Random(seed)
     out: list[Program] = []
@@ -94,21 +107,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2", help="smollm2, tiny-test or a model folder")
     parser.add_argument("--lrs", type=float, nargs="+", default=[3e-5, 1e-4, 3e-4])
-    parser.add_argument("--envs", type=int, default=8, help="environments in the batch")
+    parser.add_argument("--envs", type=int, default=16, help="environments in the batch")
+    parser.add_argument("--env-kind", choices=["questions", "mini"], default="questions")
     parser.add_argument("--plays", type=int, default=8, help="plays per environment (a group)")
     parser.add_argument("--minibatches", type=int, default=4, help="optimizer steps per update")
     parser.add_argument("--steps", type=int, default=2, help="updates on the same batch")
     parser.add_argument("--seed", type=int, default=0, help="renders, episodes and sampling")
     parser.add_argument("--reward", choices=["env", "parity"], default="env")
     parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--max-tokens", type=int, default=32, help="per Agent reply")
+    parser.add_argument("--max-tokens", type=int, default=48, help="per Agent reply")
     parser.add_argument("--max-turns", type=int, default=1)
     parser.add_argument("--trainable-layers", type=int, default=10)
     parser.add_argument("--role-normalisation", choices=["joint", "per_role"], default="per_role")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default torch's)")
     args = parser.parse_args()
 
-    programs = environments(args.envs, args.seed)
+    programs = environments(args.envs, args.seed, args.env_kind)
     requests = [
         PlayRequest(p, 1000 * args.seed + i, kwargs={"difficulty": 1})
         for p in programs

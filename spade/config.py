@@ -173,6 +173,13 @@ class TrainConfig:
     seeds are 20-150-line games that the warm-started 135M Agent never wins, so without these the
     first iterations have nothing but new designs to learn from. The paper recipes seed the
     bundled environments only."""
+    question_seeds: bool = True
+    """Also seed the pool with one question environment of each trained question family
+    (`spade.questions.TRAIN_FAMILIES`, 16: a `QuestionEnv` drawing a new question from every
+    episode's seed; `spade.train.question_seed_programs`; ours). The warm-started Agent wins a
+    real share of them, so their groups mix wins and losses from the first iteration; the near
+    evaluation set is fresh renders of the same families. The paper recipes seed the bundled
+    environments only."""
     separate_designer: bool = False
     """Two-model ablation: a Designer and an Agent policy, each trained on its own samples."""
     heldout_eval: bool = True
@@ -198,8 +205,9 @@ class TrainConfig:
     `eval_subset` items of the near set at `eval_temperature`, before the checkpoint; the win
     rate is that iteration's `near_subset_win_rate` in metrics.jsonl (`spade report` plots it
     beside `plain_win_rate`). 0 = off; off with `heldout_eval` off."""
-    eval_subset: int = 64
-    """Items of the learning curve's near subset (taken round-robin over the families)."""
+    eval_subset: int = 63
+    """Items of the learning curve's near subset (taken round-robin over the families: 63 is the
+    first three of each of the 21)."""
     eval_difficulty: int | None = 1
     """Constructor `difficulty=` of the held-out environments; None: each one's default. The small
     recipe evaluates at 1 (easy): at their default the warm-started 135M model wins almost
@@ -307,6 +315,7 @@ PAPER_GAMES = TrainConfig(
         plays_per_env=8, active_envs=64, max_turns=25, max_tokens=4096, pool_sampling="uniform"
     ),
     mini_seeds=False,
+    question_seeds=False,
     model=ModelConfig(model="Qwen/Qwen3-4B", max_context_tokens=32768, threads=None),
     eval_seeds=8,
     eval_set="bundled",

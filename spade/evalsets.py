@@ -9,11 +9,11 @@ Two sets, both made of environments written the way the paper's reference writes
 one-question environment (`spade.questions.fixed_question_env`: a plain class, one fixed
 question, a `\\boxed{}` answer, one reply):
 
-- **near**: fresh renders of the trained question families (`questions.TRAIN_FAMILIES`), 13 per
+- **near**: fresh renders of the trained question families (`questions.TRAIN_FAMILIES`), 10 per
   family at level 1, in trained phrasings with trained answer instructions (the reference's
   half of the time, as the warm start shows them). The render seeds (`near/<family>/<i>`) are
   used by no training data. What self-play on those families should improve.
-- **far**: the held-out families (`questions.HELDOUT_FAMILIES`, never trained on), 15 per family
+- **far**: the held-out families (`questions.HELDOUT_FAMILIES`, never trained on), 16 per family
   at level 1; item `i` asks in the held-out phrasing when `i` is odd and with a held-out answer
   instruction when `i // 2` is odd (a balanced 2 x 2 design over the items); plus, when the
   reasoning-gym package is importable, 20 items each of `chain_sum` and `letter_counting` at
@@ -40,9 +40,9 @@ from spade import questions
 from spade.sandbox import SandboxConfig
 from spade.types import Program
 
-NEAR_PER_FAMILY = 13
+NEAR_PER_FAMILY = 10
 """Items per trained family in the near set (16 families: 208 items)."""
-FAR_PER_FAMILY = 15
+FAR_PER_FAMILY = 16
 """Items per held-out family in the far set (8 families: 120 items)."""
 FAR_REASONING_GYM = (("chain_sum", 20), ("letter_counting", 20))
 """reasoning-gym datasets and item counts in the far set (when the package is installed)."""
@@ -50,7 +50,7 @@ REASONING_GYM_LEVEL = 0
 REASONING_GYM_SEED = 0
 LEVEL = 1
 """Question level of both sets (the loop and the warm start's commonest level)."""
-SUBSET_ITEMS = 64
+SUBSET_ITEMS = 63
 """Default size of the learning curve's fixed near subset (`near_subset`)."""
 FORMAT = 1
 """Bump when the construction below changes meaning without changing the programs."""

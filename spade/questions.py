@@ -307,7 +307,8 @@ def round_ten(rng, level, held_out=False):
     return ask.format(n=n), r, f"{n} is nearer {r} than {r - 10 if r > n else r + 10}"
 
 
-# held out: never in a warm start or the pool, only in the far evaluation set
+# each with its mirror above (larger / smaller, next / previous letter...): the Agent must read the
+# question, not match its look
 
 
 def smaller(rng, level, held_out=False):
@@ -411,6 +412,58 @@ def square(rng, level, held_out=False):
     return ask.format(n=n), n * n, f"{n} * {n} = {n * n}"
 
 
+def triple(rng, level, held_out=False):
+    n = rng.randint(1, (9, 30, 60)[level - 1])
+    asks = (
+        "What is three times {n}?",
+        "What is triple {n}?",
+        "Triple the number {n}.",
+        "What do you get when you multiply {n} by three?",
+    )
+    ask = rng.choice(asks[-1:] if held_out else asks[:-1])
+    return ask.format(n=n), 3 * n, f"3 * {n} = {3 * n}"
+
+
+def shorter_word(rng, level, held_out=False):
+    a, b = rng.sample([w for w in WORDS if len(w) != 5], 2)
+    while len(a) == len(b):
+        a, b = rng.sample([w for w in WORDS if len(w) != 5], 2)
+    long, short = (a, b) if len(a) > len(b) else (b, a)
+    asks = (
+        "Which word is shorter, '{a}' or '{b}'?",
+        "Which has fewer letters: '{a}' or '{b}'?",
+        "Of '{a}' and '{b}', which word is shorter?",
+        "Pick the shorter word: '{a}' or '{b}'.",
+    )
+    ask = rng.choice(asks[-1:] if held_out else asks[:-1])
+    step = f"{short} has {len(short)} letters and {long} has {len(long)}"
+    return ask.format(a=a, b=b), short, step
+
+
+def number_before(rng, level, held_out=False):
+    n = rng.randint(2, (50, 500, 5000)[level - 1])
+    asks = (
+        "What number comes just before {n}?",
+        "Which number is one less than {n}?",
+        "What is the number right before {n}?",
+        "Counting up, which number comes before {n}?",
+    )
+    ask = rng.choice(asks[-1:] if held_out else asks[:-1])
+    return ask.format(n=n), n - 1, f"{n} - 1 = {n - 1}"
+
+
+def number_after(rng, level, held_out=False):
+    n = rng.randint(1, (50, 500, 5000)[level - 1])
+    asks = (
+        "What number comes just after {n}?",
+        "Which number is one more than {n}?",
+        "What is the number right after {n}?",
+        "Counting up, which number follows {n}?",
+    )
+    ask = rng.choice(asks[-1:] if held_out else asks[:-1])
+    return ask.format(n=n), n + 1, f"{n} + 1 = {n + 1}"
+
+
 Family = Callable[[random.Random, int, bool], tuple[str, object, str]]
 
 TRAIN_FAMILIES: dict[str, Family] = {
@@ -421,35 +474,33 @@ TRAIN_FAMILIES: dict[str, Family] = {
         multiply,
         divide,
         double,
+        add_three,
         larger,
+        smaller,
         parity,
         largest,
         next_term,
         word_length,
         first_letter,
+        last_letter,
         count_letter,
         next_letter,
+        previous_letter,
         longer_word,
         story_add,
+        story_subtract,
         round_ten,
     )
 }
-"""Families the warm start and the self-play pool train on (16)."""
+"""Families the warm start and the self-play pool train on (21)."""
 
 HELDOUT_FAMILIES: dict[str, Family] = {
     f.__name__: f
-    for f in (
-        smaller,
-        add_three,
-        last_letter,
-        half,
-        smallest,
-        story_subtract,
-        previous_letter,
-        square,
-    )
+    for f in (smallest, half, square, triple, shorter_word, number_before, number_after)
 }
-"""Families never trained on: the far evaluation set (8)."""
+"""Families never trained on: the far evaluation set (7). Each asks for something the trained
+families teach in parts (the smallest of a list: `smaller` and `largest`; half: `divide`;
+the number before: `subtract`...), in words the warm start never showed."""
 
 FAMILIES: dict[str, Family] = {**TRAIN_FAMILIES, **HELDOUT_FAMILIES}
 

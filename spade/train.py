@@ -60,11 +60,32 @@ def mini_seed_programs(tries: int = 20) -> tuple[Program, ...]:
     return tuple(out)
 
 
+@functools.cache
+def question_seed_programs() -> tuple[Program, ...]:
+    """One question environment of each trained question family (`cfg.question_seeds`),
+    source `question-seed:<family>`; deterministic."""
+    from spade import questions
+
+    return tuple(
+        Program.from_code(
+            questions.question_env(family),
+            hint="Work it out in one short step, then box the answer.",
+            skill=questions.SKILL,
+            source=f"question-seed:{family}",
+        )
+        for family in sorted(questions.TRAIN_FAMILIES)
+    )
+
+
 def seed_pool(pool: Pool, cfg: TrainConfig) -> int:
-    """Admit the bundled seeds (and with `cfg.mini_seeds` the mini seeds) for the configured
-    skills at iteration 0 (once)."""
+    """Admit the bundled seeds (and with `cfg.mini_seeds` the mini seeds, with
+    `cfg.question_seeds` the question seeds) for the configured skills at iteration 0 (once)."""
     wanted = set(cfg.design.skills)
-    programs = [*bundled.seed_programs(), *(mini_seed_programs() if cfg.mini_seeds else ())]
+    programs = [
+        *bundled.seed_programs(),
+        *(mini_seed_programs() if cfg.mini_seeds else ()),
+        *(question_seed_programs() if cfg.question_seeds else ()),
+    ]
     added = 0
     for program in programs:
         if program.skill in wanted and program.env_id not in pool:

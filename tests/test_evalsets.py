@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import random
 import re
 from collections.abc import Sequence
 
@@ -36,14 +35,15 @@ def _family(program: Program) -> str:
     return program.source.split(":", 1)[1].rsplit("/", 1)[0]
 
 
-def test_the_near_set_renders_every_trained_family_13_times_in_trained_wording() -> None:
+def test_the_near_set_renders_every_trained_family_10_times_in_trained_wording() -> None:
     near = evalsets.near_set()
-    assert near.name == "near" and len(near.programs) == 208 >= 200 and near.preload == ()
+    n = 10 * len(questions.TRAIN_FAMILIES)  # 21 families
+    assert near.name == "near" and len(near.programs) == n >= 200 and near.preload == ()
     assert {f: len(v) for f, v in near.families.items()} == {
-        f"near:{f}": 13 for f in sorted(questions.TRAIN_FAMILIES)
+        f"near:{f}": 10 for f in sorted(questions.TRAIN_FAMILIES)
     }
     assert [p.source for p in near.programs[:2]] == ["near:add/0", "near:add/1"]
-    assert len({p.code for p in near.programs}) == 208  # no item twice
+    assert len({p.code for p in near.programs}) == n  # no item twice
     for p in near.programs:
         assert p.skill == questions.SKILL and p.hint == ""
         text = _observation(p)
@@ -51,14 +51,14 @@ def test_the_near_set_renders_every_trained_family_13_times_in_trained_wording()
     # the reference's instruction about half of the time, as the warm start shows it
     reference = questions.REFERENCE_INSTRUCTION
     shown = sum(_observation(p).endswith(reference) for p in near.programs)
-    assert 80 <= shown <= 128
+    assert 0.4 * n <= shown <= 0.6 * n
 
 
 def test_the_far_set_asks_held_out_families_with_held_out_wording_on_half_the_items() -> None:
     far = evalsets.far_set(reasoning_gym=False)
-    assert len(far.programs) == 120 and far.preload == ()
+    assert len(far.programs) == 16 * len(questions.HELDOUT_FAMILIES) == 112 and far.preload == ()
     assert {f: len(v) for f, v in far.families.items()} == {
-        f"far:{f}": 15 for f in sorted(questions.HELDOUT_FAMILIES)
+        f"far:{f}": 16 for f in sorted(questions.HELDOUT_FAMILIES)
     }
     assert not set(map(_family, far.programs)) & set(questions.TRAIN_FAMILIES)
     for p in far.programs:
@@ -66,24 +66,27 @@ def test_the_far_set_asks_held_out_families_with_held_out_wording_on_half_the_it
         text = _observation(p)
         held_out_instruction = any(text.endswith(" " + h) for h in questions.HELDOUT_INSTRUCTIONS)
         assert held_out_instruction == ((i // 2) % 2 == 1), text
-    # item i of a family asks in the held-out phrasing exactly when i is odd: the draw with the
-    # item's render seed reproduces its question ("What do a, b and c add up to?" held out)
-    for p in far.programs[:15]:  # add_three
+    # item i of a family asks in the held-out phrasing exactly when i is odd ("What is one half
+    # of n?" is half's held-out phrasing), and its answer is right
+    halves = [p for p in far.programs if _family(p) == "half"]
+    assert len(halves) == 16
+    for p in halves:
         i = int(p.source.rsplit("/", 1)[1])
-        question = questions.draw("add_three", random.Random(f"far/add_three/{i}"), 1, i % 2 == 1)
-        assert _observation(p).startswith(question.text + " ") and _answer(p) == question.answer
-        assert question.text.startswith("What do") == (i % 2 == 1)
+        text = _observation(p)
+        assert text.startswith("What is one half") == (i % 2 == 1), text
+        n = int(re.findall(r"\d+", text)[0])
+        assert _answer(p) == str(n // 2)
 
 
 def test_the_far_set_adds_reasoning_gym_level_0_items_when_installed() -> None:
     pytest.importorskip("reasoning_gym")
     far = evalsets.far_set()
-    assert len(far.programs) == 160 >= 150 and far.preload == ("reasoning_gym",)
+    assert len(far.programs) == 152 >= 150 and far.preload == ("reasoning_gym",)
     families = far.families
     assert len(families["far:reasoning-gym:chain_sum"]) == 20
     assert len(families["far:reasoning-gym:letter_counting"]) == 20
-    assert far.programs[120].source == "far:reasoning-gym:chain_sum/0"
-    assert "NAME, SEED, INDEX, LEVEL = 'chain_sum', 0, 0, 0" in far.programs[120].code
+    assert far.programs[112].source == "far:reasoning-gym:chain_sum/0"
+    assert "NAME, SEED, INDEX, LEVEL = 'chain_sum', 0, 0, 0" in far.programs[112].code
     assert far.content_hash != evalsets.far_set(reasoning_gym=False).content_hash
 
 
@@ -98,16 +101,16 @@ def test_the_sets_are_deterministic() -> None:
 
 def test_the_learning_curve_subset_takes_every_family_in_turn() -> None:
     near = evalsets.near_set()
-    chosen = evalsets.subset_indices(near, 64)
-    assert len(chosen) == 64 == len(set(chosen)) and chosen == sorted(chosen)
-    # 16 families x 4: the first four items of each
-    assert chosen == [13 * f + k for f in range(16) for k in range(4)]
-    assert evalsets.subset_indices(near, 18)[:3] == [0, 1, 13]  # two of the first two families
-    subset = evalsets.near_subset(64)
+    chosen = evalsets.subset_indices(near, 63)
+    assert len(chosen) == 63 == len(set(chosen)) and chosen == sorted(chosen)
+    # 21 families x 3: the first three items of each
+    assert chosen == [10 * f + k for f in range(21) for k in range(3)]
+    assert evalsets.subset_indices(near, 23)[:3] == [0, 1, 10]  # two of the first two families
+    subset = evalsets.near_subset(63)
     assert [p.source for p in subset.programs] == [near.programs[i].source for i in chosen]
     with pytest.raises(ValueError):
         evalsets.subset_indices(near, 0)
-    assert len(evalsets.subset_indices(near, 1000)) == 208
+    assert len(evalsets.subset_indices(near, 1000)) == 210
 
 
 # --- played in the sandbox ------------------------------------------------------------------------
@@ -168,4 +171,4 @@ def test_a_wrong_reply_loses_and_the_right_one_wins() -> None:
     assert play(lambda messages: "no box at all") == [False] * len(programs)
     won = play(right)
     questions_only = [p.skill == questions.SKILL for p in programs]
-    assert won == questions_only and sum(won) == 16 + 8
+    assert won == questions_only and sum(won) == len(questions.FAMILIES)  # one of each family

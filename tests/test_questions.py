@@ -60,7 +60,7 @@ def test_the_warm_start_questions_use_only_trained_families_phrasings_and_instru
         for lv in (1, 2, 3)
     }
     assert not any(t.split("\n")[0] in held for t in texts)
-    heldout_openings = ("Which is smaller", "What is the last letter", "What is half of")
+    heldout_openings = ("What is half of", "What is three times", "What number comes just")
     assert not any(t.startswith(heldout_openings) for t in texts)
 
 
@@ -71,7 +71,7 @@ def test_question_environments_ask_the_familys_question_and_pass_the_validator()
                 program = Program.from_code(Q.question_env(family), skill=Q.SKILL)
                 verdict = await validate(program, sandbox, ValidatorConfig(probe_seeds=4))
                 assert verdict.admitted, (family, verdict.failures)
-            for family in ("add", "count_letter", "smaller"):
+            for family in ("add", "count_letter", "half"):
                 code = Q.question_env(family)
                 async with await sandbox.open(code, kwargs={"difficulty": 1}) as env:
                     obs, _ = await env.reset(seed=7)
