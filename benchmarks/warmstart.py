@@ -1,4 +1,4 @@
-"""Warm-start variants, measured: `python benchmarks/warmstart.py --variants focus --minutes 6`.
+"""Warm-start variants, measured: `python benchmarks/warmstart.py --variants focus --steps 160`.
 
 Each variant is one `spade.bootstrap.bootstrap(...)` of the default model under the same time
 budget, then `spade.warmstart.measure_model` (48 Designer replies with the loop's own prompt
@@ -80,7 +80,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "designer_share": 0.65,
         "families": FOCUS_FAMILIES,
         "data": {"count": 500, "mini": 1000},
-        "measure": {"temperature": 0.5, "agent_temperature": 0.7},
+        "measure": {"temperature": 0.5},
     },
 }
 
@@ -97,7 +97,7 @@ def cpu_name() -> str:
 
 
 def run_variant(
-    name: str, minutes: float, seed: int, workdir: Path, temperatures: list[float]
+    name: str, steps: int, seed: int, workdir: Path, temperatures: list[float]
 ) -> dict[str, Any]:
     from spade.bootstrap import bootstrap
     from spade.warmdata import warm_start_examples
@@ -113,7 +113,7 @@ def run_variant(
         examples=None
         if families is None
         else (lambda: warm_start_examples(seed, "compact", families=families, **data)),
-        max_minutes=minutes,
+        steps=steps,
         seed=seed,
         output=workdir / name,
         force=True,
@@ -133,7 +133,7 @@ def run_variant(
     return {
         "variant": name,
         "settings": settings,
-        "minutes": minutes,
+        "steps": steps,
         "cpu": cpu_name(),
         "train_seconds": round(train_seconds, 1),
         "bootstrap": meta,
@@ -208,12 +208,12 @@ def throughput(repeats: int = 3) -> str:
 def table(rows: list[dict[str, Any]]) -> str:
     head = (
         "| variant | steps | Designer seqs seen | tokens | final NLL | admitted (48) | "
-        "first failures | near-dup of training | Agent eval set [95% CI] | Agent held-out d1 |"
+        "first failures | near-dup of training | Agent near set [95% CI] | Agent far set |"
     )
     lines = [head, "|" + "---|" * 10]
     for r in rows:
         b, m = r["bootstrap"], r["measure"]
-        ev, ho = m["agent_on_eval_set"], m["agent_on_heldout_games_difficulty_1"]
+        ev, ho = m["agent_near_set"], m["agent_far_set"]
 
         def rate(x: dict[str, Any]) -> str:
             lo, hi = x["win_rate_95ci"]
@@ -232,7 +232,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", nargs="+", default=["full", "top10"], choices=VARIANTS)
-    parser.add_argument("--minutes", type=float, default=6.0)
+    parser.add_argument("--steps", type=int, default=160, help="optimizer steps per variant")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--designer-temperatures",
@@ -254,7 +254,7 @@ def main() -> None:
         return
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for name in args.variants:
-        row = run_variant(name, args.minutes, args.seed, args.workdir, args.designer_temperatures)
+        row = run_variant(name, args.steps, args.seed, args.workdir, args.designer_temperatures)
         with args.out.open("a") as f:
             f.write(json.dumps(row) + "\n")
         print(table([row]), flush=True)

@@ -519,7 +519,9 @@ def bootstrap_cmd(
     if measure:
         from spade.warmstart import measure_model
 
-        report = measure_model(str(path), seed=seed, form=form)
+        report = measure_model(
+            str(path), seed=seed, form=form, show=lambda line: console.print(line, soft_wrap=True)
+        )
         console.print(json.dumps(report, indent=2))
     return 0
 

@@ -292,11 +292,24 @@ def load(path: Path) -> TrainConfig:
 
 # --- presets (`spade train --recipe NAME`; launchers in recipes/) ------------------------------
 
-TINY_CPU = TrainConfig(eval_set="paired")
-"""The default: the embedded SmolLM2-135M-Instruct, warm-started (cached), on a laptop CPU, a
-bounded run: compact designs every iteration (`regen_interval=1`) at temperature 0.5, held-out
-evaluation on the paired near and far sets, greedy, the warm start's "before" cached (the bare
-`TrainConfig()` keeps `eval_set="families"`, which the scripted loop tests use)."""
+TINY_CPU = TrainConfig(
+    iterations=20,
+    design=DesignConfig(envs_per_regen=6, regen_interval=4),
+    play=PlayConfig(plays_per_env=8, active_envs=16, max_tokens=48),
+    ppo=PPOConfig(learning_rate=3e-5, weight_decay=0.0, micro_batch_tokens=1024, num_minibatches=4),
+    eval_set="paired",
+    eval_every=4,
+    eval_suites=(),
+)
+"""The default: the embedded SmolLM2-135M-Instruct, warm-started (cached), on a laptop CPU, spent
+on what learns (docs/replication.md, the sweep): 20 iterations of 16 environments x 8 plays (a
+group of 8 mixes a win and a loss far more often than 4), 4 optimizer steps per update at lr 3e-5
+(one step at 1e-5 could not move the weights), each role's loss normalised by its own tokens; 6
+compact designs every 4 iterations (the Designer's reply is the dearest thing to sample); the
+pool seeded with the question families the warm start taught. Evaluated greedy and paired on the
+near and far sets (the far set holds the reasoning-gym level-0 items, so no separate suite), the
+warm start's "before" cached, the near subset every 4 iterations (the bare `TrainConfig()` keeps
+`eval_set="families"`, which the scripted loop tests use)."""
 
 PAPER_GAMES = TrainConfig(
     run_dir=Path("runs/paper-games"),

@@ -441,9 +441,7 @@ def question_examples(count: int = QUESTION_COUNT, seed: int = 0) -> list[Exampl
     for _ in range(count):
         family = rng.choice(families)
         question = questions.draw(family, rng, rng.choices((1, 2, 3), weights=(3, 2, 1))[0])
-        instruction = (
-            questions.REFERENCE_INSTRUCTION if rng.random() < 0.5 else rng.choice(others)
-        )
+        instruction = questions.REFERENCE_INSTRUCTION if rng.random() < 0.5 else rng.choice(others)
         text = question.text + rng.choice(("\n", " ")) + instruction
         messages = prompts.agent_messages(text, "game")
         examples.append(Example(tuple(messages), questions.reply(question), "agent"))

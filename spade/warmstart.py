@@ -5,10 +5,12 @@
   prompt budget, form; `spade design` uses the same), a random grounding document each, every
   reply through the real validator with the bundled seeds as the duplicate pool; how many are
   near-duplicates of a warm-start training program, and which form each uses;
-- Agent: the evaluation set (`spade.warmdata.eval_programs`: held-out template and mini
-  families and one render of each trained mini family, at difficulty 1 by default) and the
-  bundled held-out games at difficulty 1, played without hints; win rates with their 95%
-  intervals, overall and for the held-out families alone.
+- Agent: the paired evaluation sets (`spade.evalsets`: near, fresh renders of the trained
+  question families; far, held-out families and reasoning-gym level-0 items), greedy, as
+  `spade train` evaluates before training; the outcomes go to the same before-cache, so the
+  runs that start from this model reuse them. Win rates with 95% intervals, per family.
+
+Each phase prints a line when it starts and how long it took (`show`).
 """
 
 from __future__ import annotations
@@ -16,18 +18,17 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from spade import bundled
 from spade.backends.base import SamplingParams
 from spade.config import TINY_CPU, ModelConfig
 from spade.designer import design
-from spade.evaluate import EvalResult, evaluate
+from spade.evaluate import result_of
 from spade.sandbox import Sandbox
 from spade.types import GAME_SKILLS
 from spade.validate import ValidatorConfig, shingles, validate_many
-from spade.warmdata import eval_programs
 
 
 def form_of(code: str) -> str:
@@ -67,7 +68,7 @@ def training_programs(
     return [r.code for r in programs]
 
 
-def _rate(result: EvalResult) -> dict[str, Any]:
+def _rate(result: Any) -> dict[str, Any]:
     low, high = result.overall.interval
     return {
         "episodes": result.overall.episodes,
@@ -82,33 +83,34 @@ def measure_model(
     seed: int = 0,
     designs_per_skill: int = 8,
     form: str = TINY_CPU.design.form,
-    eval_seeds: int = 4,
-    eval_difficulty: int = 1,
-    max_turns: int = 6,
     temperature: float = TINY_CPU.design.temperature,
     max_tokens: int = TINY_CPU.design.max_tokens,
     prompt_budget_chars: int | None = TINY_CPU.design.prompt_budget_chars,
-    agent_temperature: float = TINY_CPU.play.temperature,
     keep_replies: bool = False,
     agent: bool = True,
     families: Sequence[str] | None = None,
     mini: int | None = None,
     count: int | None = None,
+    show: Callable[[str], None] = lambda line: None,
 ) -> dict[str, Any]:
     """Designer: `designs_per_skill` designs per game skill (48 by default) at `temperature`,
     up to `max_tokens` each, under a `prompt_budget_chars` prompt in `form` (the defaults: the
     `tiny-cpu` recipe's Designer settings, as `spade train` and `spade design` with the
     embedded default use them), validated for real with the seeds as duplicate pool. Agent:
-    the evaluation set at `eval_difficulty` and the held-out games at difficulty 1,
-    `eval_seeds` seeds each, up to `max_turns` turns, no hints.
+    the paired near and far sets as `spade train`'s "before" plays them (`TINY_CPU`: greedy,
+    its reply length and turn cap), through the before-cache.
     `keep_replies` adds the Designer replies and verdicts to the report (for inspection);
     `agent=False` measures the Designer only; `families`, `mini` and `count` are the warm start's
-    (`warm_start_examples`; None: its defaults), to spot copies of its training programs."""
+    (`warm_start_examples`; None: its defaults), to spot copies of its training programs.
+    `show` receives a line as each phase starts and ends (`spade bootstrap` prints them)."""
+    from spade import run_evals
+    from spade.loop import Models
     from spade.models import local_backend
 
     started = time.monotonic()
     policy = local_backend(ModelConfig(model=path), path, seed)
     skills = [s for s in GAME_SKILLS for _ in range(designs_per_skill)]
+    show(f"measuring: {len(skills)} Designer replies (T={temperature}, <= {max_tokens} tokens)")
     attempts = design(
         policy,
         iteration=0,
@@ -123,36 +125,25 @@ def measure_model(
     design_seconds = time.monotonic() - started
     programs = [a.program for a in attempts if a.program is not None]
     seeds = bundled.seed_programs()
-    heldout = [p for p in bundled.heldout_programs() if p.skill in GAME_SKILLS]
-    evaluation = eval_programs()
-    params = SamplingParams(max_tokens=48, temperature=agent_temperature, seed=seed)
+    show(f"measuring: validating {len(programs)} programs ({design_seconds:.0f} s so far)")
+    evals: dict[str, Any] = {}
 
-    async def run() -> tuple[list[Any], EvalResult | None, EvalResult | None]:
+    async def run() -> list[Any]:
         async with Sandbox() as sandbox:
             verdicts = await validate_many(programs, sandbox, ValidatorConfig(), pool=seeds)
-            if not agent:
-                return verdicts, None, None
-            on_eval = await evaluate(
-                policy,
-                sandbox,
-                evaluation,
-                seeds=range(eval_seeds),
-                params=params,
-                max_turns=max_turns,
-                kwargs={"difficulty": eval_difficulty},
-            )
-            on_heldout = await evaluate(
-                policy,
-                sandbox,
-                heldout,
-                seeds=range(eval_seeds),
-                params=params,
-                max_turns=max_turns,
-                kwargs={"difficulty": 1},
-            )
-            return verdicts, on_eval, on_heldout
+            if agent:
+                models = Models(policy, policy, policy, policy)  # type: ignore[arg-type]
+                loop = asyncio.get_running_loop()
 
-    verdicts, on_eval, on_heldout = asyncio.run(run())
+                def run_async(coro: Any) -> Any:  # paired_phase's blocking interface
+                    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+                evals["before"] = await asyncio.to_thread(
+                    run_evals.paired_phase, "before", models, sandbox, TINY_CPU, run_async, show
+                )
+            return verdicts
+
+    verdicts = asyncio.run(run())
     admitted = [p for p, v in zip(programs, verdicts) if v.admitted]
     training = [shingles(code) for code in training_programs(seed, form, families, mini, count)]
     near = [nearest_training_similarity(p.code, training) for p in admitted]
@@ -176,25 +167,19 @@ def measure_model(
         "designer_seconds": round(design_seconds, 1),
         "seconds": round(time.monotonic() - started, 1),
     }
-    if on_eval is not None and on_heldout is not None:
-        report["agent_on_eval_set"] = {
-            **_rate(on_eval),
-            "environments": len(evaluation),
-            "difficulty": eval_difficulty,
-        }
-        report["agent_on_heldout_games_difficulty_1"] = {
-            **_rate(on_heldout),
-            "environments": len(heldout),
-        }
-        held_out = on_eval.share(lambda family: not family.startswith("eval:mini-seen:"))
-        report["agent_on_eval_set"]["held_out_families"] = {
-            "wins": held_out.wins,
-            "episodes": held_out.episodes,
-            "win_rate_95ci": [round(x, 3) for x in held_out.interval],
-        }
-        report["agent_eval_wins_by_skill"] = {
-            k: v.wins for k, v in sorted(on_eval.by_skill.items())
-        }
+    if "before" in evals:
+        for name, record in evals["before"]["sets"].items():
+            evalset = {e.name: e for e in run_evals.paired_sets()}[name]
+            result = result_of(evalset.programs, [b == "1" for b in record["outcomes"]])
+            report[f"agent_{name}_set"] = {
+                **_rate(result),
+                "cached": record["cached"],
+                "by_family": {
+                    k.split(":", 1)[1]: v.wins for k, v in sorted(result.by_family.items())
+                },
+                "per_family": len(next(iter(evalset.families.values()))),
+            }
+        report["seconds"] = round(time.monotonic() - started, 1)
     if keep_replies:
         by_id = {p.env_id: v for p, v in zip(programs, verdicts)}
         report["replies"] = [
