@@ -78,11 +78,12 @@ def question_seed_programs() -> tuple[Program, ...]:
 
 
 def seed_pool(pool: Pool, cfg: TrainConfig) -> int:
-    """Admit the bundled seeds (and with `cfg.mini_seeds` the mini seeds, with
-    `cfg.question_seeds` the question seeds) for the configured skills at iteration 0 (once)."""
+    """Admit the bundled seeds (with `cfg.bundled_seeds`), the mini seeds (`cfg.mini_seeds`)
+    and the question seeds (`cfg.question_seeds`) of the configured skills at iteration 0
+    (once)."""
     wanted = set(cfg.design.skills)
     programs = [
-        *bundled.seed_programs(),
+        *(bundled.seed_programs() if cfg.bundled_seeds else ()),
         *(mini_seed_programs() if cfg.mini_seeds else ()),
         *(question_seed_programs() if cfg.question_seeds else ()),
     ]
