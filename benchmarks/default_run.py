@@ -62,7 +62,7 @@ def row_of(seed: int, out: Path) -> list[str]:
     parts = far.get("by_part", {})
     iters = summary["iterations"]
     designs = [f"{r['valid_design_rate']:.2f}" for r in iters if r.get("design_attempts")]
-    regrets = [r["new_design_regret"] for r in iters if r.get("new_design_regret") is not None]
+    regrets = [r["new_design_regret"]["mean"] for r in iters if r.get("new_design_regret")]
     updates = sum(1 for r in iters if r.get("agent_samples", 0) > 0)
     curve = [
         f"{r['near_subset_win_rate']:.2f}"

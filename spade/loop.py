@@ -136,7 +136,14 @@ def run_iteration(
     # score: Agent advantages per environment group (plain plays only), then Designer rewards
     agent_samples = _agent_samples(rollouts)
     state.pending, designer_samples, design_metrics = close_windows(
-        it, d.regen_interval, pool, state.pending, reward_fn, len(agent_samples), d.scale_floor
+        it,
+        d.regen_interval,
+        pool,
+        state.pending,
+        reward_fn,
+        len(agent_samples),
+        d.scale_floor,
+        d.scale_cap,
     )
     metrics.update(design_metrics)
 

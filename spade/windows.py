@@ -88,9 +88,10 @@ def close_windows(
     reward_fn: DesignerReward,
     n_agent: int,
     scale_floor: float = 1.0,
+    scale_cap: float = 50.0,
 ) -> tuple[list[dict[str, Any]], list[Sample], dict[str, Any]]:
     """Reward the pending items whose window ends at `it`: (still pending, Designer samples with
-    a non-zero advantage, metrics). `scale_floor`: see `designer_scale`."""
+    a non-zero advantage, metrics). `scale_floor`, `scale_cap`: see `designer_scale`."""
     closing = [p for p in pending if p["iteration"] + regen_interval - 1 <= it]
     still = [p for p in pending if p not in closing]
     if not closing:
@@ -102,7 +103,9 @@ def close_windows(
         rewards.append(reward)
         if regret is not None:
             regrets.append(regret)
-    scale = designer_scale(n_agent, len(closing), regen_interval, floor=scale_floor)
+    scale = designer_scale(
+        n_agent, len(closing), regen_interval, cap=scale_cap, floor=min(scale_floor, scale_cap)
+    )
     advantages = designer_advantages(rewards, [(p["skill"], p["regen"]) for p in closing], scale)
     samples = [
         Sample(

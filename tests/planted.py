@@ -28,7 +28,9 @@ PLANTS = [
     (
         "Designer advantage scale forced to 1",
         "spade/windows.py",
-        "scale = designer_scale(n_agent, len(closing), regen_interval, floor=scale_floor)",
+        "scale = designer_scale(\n"
+        "        n_agent, len(closing), regen_interval, cap=scale_cap, "
+        "floor=min(scale_floor, scale_cap)\n    )",
         "scale = 1.0",
         LOOP,
     ),

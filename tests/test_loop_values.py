@@ -881,3 +881,19 @@ def test_a_run_that_designs_nothing_samples_nothing_and_keeps_clean_clocks(tmp_p
     assert m["design_attempts"] == 0 and m["valid_design_rate"] == 0.0
     assert rows(tmp_path / "run", "SELECT COUNT(*) FROM episodes") == [(0,)]
     assert m["model_seconds"] < 0.5 and 0.0 <= m["env_seconds"] < 0.5
+
+
+def test_a_scale_cap_of_one_leaves_the_designer_advantages_unscaled(tmp_path: Path) -> None:
+    # the blend run's closing iteration scales by 6 (see blend_run); a cap of 1 (the tiny
+    # recipe's, whose loss is normalised per role) trains the centred rewards as they are: the
+    # same Designer advantages divided by 6
+    scaled, scaled_trainer = run(tmp_path / "scaled")
+    capped, capped_trainer = run(tmp_path / "capped", scale_cap=1.0)
+    assert scaled["iterations"][1]["designer_scale"] == 6.0
+    assert capped["iterations"][1]["designer_scale"] == 1.0
+
+    def designer(trainer: loopkit.FakeTrainer) -> list[float]:
+        return [s.advantage for u in trainer.updates for s in u if s.role == "designer"]
+
+    a, b = designer(scaled_trainer), designer(capped_trainer)
+    assert a and [x / 6 for x in a] == pytest.approx(b)
