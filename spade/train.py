@@ -60,15 +60,27 @@ def mini_seed_programs(tries: int = 20) -> tuple[Program, ...]:
     return tuple(out)
 
 
+QUESTION_SEED_LEVEL = 1
+"""Difficulty the question seeds play at: the level the near evaluation set asks (a
+`QuestionEnv` defaults to 2, and self-play on level-2 questions moved the level-1 near set by
+nothing measurable: docs/replication.md)."""
+
+
 @functools.cache
-def question_seed_programs() -> tuple[Program, ...]:
-    """One question environment of each trained question family (`cfg.question_seeds`),
-    source `question-seed:<family>`; deterministic."""
+def question_seed_programs(level: int = QUESTION_SEED_LEVEL) -> tuple[Program, ...]:
+    """One question environment of each trained question family (`cfg.question_seeds`) whose
+    constructor defaults to difficulty `level` (the loop builds pool environments with their
+    defaults), source `question-seed:<family>`; deterministic."""
     from spade import questions
 
+    at_level = (
+        f"    def __init__(self, max_turns=25, difficulty={level}):\n"
+        "        super().__init__(max_turns=max_turns, difficulty=difficulty)\n\n"
+        "    def generate(self, rng):"
+    )
     return tuple(
         Program.from_code(
-            questions.question_env(family),
+            questions.question_env(family).replace("    def generate(self, rng):", at_level, 1),
             hint="Work it out in one short step, then box the answer.",
             skill=questions.SKILL,
             source=f"question-seed:{family}",

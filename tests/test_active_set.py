@@ -190,3 +190,25 @@ def test_the_tiny_recipe_seeds_questions_and_minis_but_no_bundled_game(tmp_path:
         games = [p for p in bundled.seed_programs() if p.skill in PAPER_GAMES.design.skills]
         assert seed_pool(paper, PAPER_GAMES) == len(games)
         assert not any(":" in (p.source or "") for p in paper.admitted())
+
+
+def test_question_seeds_ask_level_1_questions_by_default() -> None:
+    import asyncio
+    import random
+
+    from spade import questions
+    from spade.sandbox import Sandbox
+    from spade.train import question_seed_programs
+
+    async def first_observations() -> list[str]:
+        async with Sandbox() as sandbox:
+            out = []
+            for program in question_seed_programs()[:3]:
+                async with await sandbox.open(program.code) as env:  # no difficulty given
+                    out.append((await env.reset(seed=5))[0])
+            return out
+
+    families = sorted(questions.TRAIN_FAMILIES)[:3]
+    expected = [questions.draw(f, random.Random(5), 1).text for f in families]
+    got = asyncio.run(first_observations())
+    assert [o.split("\n")[0] for o in got] == expected
