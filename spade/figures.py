@@ -442,6 +442,8 @@ def draw(run: RunData, out: Path) -> dict[str, Path]:
         fig.subplots_adjust(left=0.07, right=0.985, top=0.9, bottom=0.15, wspace=0.2)
         axes = fig.subplots(1, panels)
         draw_fn(run, axes)
+        if any("\n" in ax.get_title(loc="left") for ax in fig.axes):  # a two-line title
+            fig.subplots_adjust(top=0.85)
         if not any(ax.axison for ax in fig.axes):  # only "no data" notes: a short strip
             fig.set_size_inches(11, 1.1)
             fig.subplots_adjust(top=0.72, bottom=0.05)
