@@ -83,7 +83,8 @@ def _small_sets() -> tuple[EvalSet, EvalSet]:
     paired sets."""
     near = evalsets.near_set().programs
     far = evalsets.far_set(reasoning_gym=False).programs
-    return EvalSet("near", (near[0], near[13], near[26])), EvalSet("far", far[:2])
+    n = evalsets.NEAR_PER_FAMILY  # families in sorted order: add, add_three, count_letter, divide
+    return EvalSet("near", (near[0], near[2 * n], near[3 * n])), EvalSet("far", far[:2])
 
 
 def _answers(sets: tuple[EvalSet, ...]) -> dict[str, str]:
@@ -267,7 +268,7 @@ def test_the_small_recipe_evaluates_on_the_paired_sets_greedily() -> None:
     from spade.config import TINY_CPU, TrainConfig, UsageError
 
     assert TINY_CPU.eval_set == "paired" and TINY_CPU.eval_temperature == 0.0
-    assert (TINY_CPU.eval_every, TINY_CPU.eval_subset) == (2, 64)
+    assert (TINY_CPU.eval_every, TINY_CPU.eval_subset) == (4, 63)
     assert len(run_evals.heldout_for(TINY_CPU)) == sum(
         len(s.programs) for s in evalsets.paired_sets()
     )
