@@ -550,16 +550,24 @@ def observation(question: Question, instruction: str = REFERENCE_INSTRUCTION) ->
 # --- the families as environments --------------------------------------------------------------
 
 
-def question_env(family: str) -> str:
+def question_env(family: str, level: int | None = None) -> str:
     """A compact environment (`QuestionEnv`) whose questions are `family`'s, drawn from the
-    episode's seed at the environment's difficulty: the family's own source runs in the
-    sandbox, so the pool's question environments ask what the warm start taught."""
+    episode's seed at the environment's difficulty (its constructor's default `level`; None:
+    the scaffold's): the family's own source runs in the sandbox, so the pool's question
+    environments ask what the warm start taught."""
     source = inspect.getsource(FAMILIES[family])
     name = "".join(part.title() for part in family.split("_")) + "QuestionEnv"
+    init = (
+        ""
+        if level is None
+        else f"    def __init__(self, max_turns=25, difficulty={level}):\n"
+        "        super().__init__(max_turns=max_turns, difficulty=difficulty)\n\n"
+    )
     return (
         f"WORDS = {WORDS!r}\n\n\n{source}\n\n"
         f"class {name}(QuestionEnv):\n"
         f'    """{family.replace("_", " ").capitalize()} questions (spade.questions)."""\n\n'
+        f"{init}"
         "    def generate(self, rng):\n"
         f"        question, answer, _ = {family}(rng, self.difficulty)\n"
         "        return question, answer\n"

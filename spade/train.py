@@ -73,14 +73,9 @@ def question_seed_programs(level: int = QUESTION_SEED_LEVEL) -> tuple[Program, .
     defaults), source `question-seed:<family>`; deterministic."""
     from spade import questions
 
-    at_level = (
-        f"    def __init__(self, max_turns=25, difficulty={level}):\n"
-        "        super().__init__(max_turns=max_turns, difficulty=difficulty)\n\n"
-        "    def generate(self, rng):"
-    )
     return tuple(
         Program.from_code(
-            questions.question_env(family).replace("    def generate(self, rng):", at_level, 1),
+            questions.question_env(family, level),
             hint="Work it out in one short step, then box the answer.",
             skill=questions.SKILL,
             source=f"question-seed:{family}",

@@ -168,8 +168,9 @@ def measure_model(
         "seconds": round(time.monotonic() - started, 1),
     }
     if "before" in evals:
+        sets = {e.name: e for e in run_evals.paired_sets()}
         for name, record in evals["before"]["sets"].items():
-            evalset = {e.name: e for e in run_evals.paired_sets()}[name]
+            evalset = sets[name]
             result = result_of(evalset.programs, [b == "1" for b in record["outcomes"]])
             report[f"agent_{name}_set"] = {
                 **_rate(result),
