@@ -502,6 +502,13 @@ def _shape(value: Any) -> str:
     return type(value).__name__
 
 
+SPAWNS_IN_FLIGHT = 32
+"""Most fork requests waiting on the zygote at once. Each request is a message on a non-blocking
+socket (with three descriptors); with no bound, a `play` of ~1,700 episodes queued more than the
+socket's send buffer holds and the send failed with EAGAIN (seen: `benchmarks/headroom.py`, 210
+items x 8 samples). Waiting here costs nothing: the zygote forks one worker at a time anyway."""
+
+
 class Sandbox:
     """Runs environment programs in isolated worker processes. An async context manager:
 
@@ -524,6 +531,7 @@ class Sandbox:
         self._ready: asyncio.Future[dict[str, Any]] | None = None
         self._idle: list[Session] = []
         self._refill: asyncio.Future[None] | None = None
+        self._spawn_gate = asyncio.Semaphore(SPAWNS_IN_FLIGHT)
 
     def _worker_config(self, scratch_root: str) -> dict[str, Any]:
         c = self.config
@@ -709,20 +717,23 @@ class Sandbox:
     async def _spawn_forked(self, session: Session, req_r: int, rep_w: int, out_w: int) -> None:
         if self._ctrl is None:
             raise SandboxError("closed", "sandbox not started")
-        self._next_id += 1
-        spawn_id = self._next_id
-        fut: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
-        self._spawns[spawn_id] = fut
-        socket.send_fds(
-            self._ctrl,
-            [json.dumps({"op": "spawn", "id": spawn_id}).encode()],
-            [req_r, rep_w, out_w],
-        )
-        try:
-            session.pid, session.pidfd = await asyncio.wait_for(fut, self.config.load_timeout_s)
-        except asyncio.TimeoutError:
-            self._spawns.pop(spawn_id, None)
-            raise SandboxError("timeout", "the zygote did not fork a worker in time") from None
+        async with self._spawn_gate:
+            if self._ctrl is None:
+                raise SandboxError("closed", "sandbox closed")
+            self._next_id += 1
+            spawn_id = self._next_id
+            fut: asyncio.Future[tuple[int, int]] = asyncio.get_running_loop().create_future()
+            self._spawns[spawn_id] = fut
+            socket.send_fds(
+                self._ctrl,
+                [json.dumps({"op": "spawn", "id": spawn_id}).encode()],
+                [req_r, rep_w, out_w],
+            )
+            try:
+                session.pid, session.pidfd = await asyncio.wait_for(fut, self.config.load_timeout_s)
+            except asyncio.TimeoutError:
+                self._spawns.pop(spawn_id, None)
+                raise SandboxError("timeout", "the zygote did not fork a worker in time") from None
         self._by_pid[session.pid] = session
 
     def _spawn_strict(

@@ -180,3 +180,34 @@ def test_no_sandbox_process_outlives_spade(ending: str, tmp_path: Path) -> None:
     assert _wait_until(lambda: not any(tmpdir.iterdir())), list(tmpdir.rglob("*"))
     cgroups = Path("/sys/fs/cgroup/pids/spade") / f"z{report['zygote']}"
     assert _wait_until(lambda: not cgroups.exists()), f"{cgroups} left behind"
+
+
+QUICK_ENV = """
+class QuickEnv:
+    def reset(self, seed=None):
+        return "q", {}
+
+    def step(self, action):
+        return "ok", 1.0, True, False, {}
+"""
+
+
+def test_hundreds_of_sessions_opened_at_once() -> None:
+    """A `play` opens one session per episode, all at once: 400 fork requests queued more than
+    the control socket holds (EAGAIN) before the spawn gate; every session must open, work and
+    close, and no worker outlive the sandbox."""
+
+    async def main() -> list[int]:
+        async with Sandbox() as sandbox:
+            sessions = await asyncio.gather(*(sandbox.open(QUICK_ENV) for _ in range(400)))
+            steps = await asyncio.gather(*(s.step("x") for s in sessions))
+            assert all(step.reward == 1.0 for step in steps)
+            pids = [s.pid for s in sessions]
+            await asyncio.gather(*(s.close() for s in sessions))
+        return pids
+
+    pids = asyncio.run(main())
+    assert len(set(pids)) == 400
+    time.sleep(0.2)
+    alive = [p for p in pids if Path(f"/proc/{p}").exists()]
+    assert not alive, f"workers outlived the sandbox: {alive[:5]}"
