@@ -146,12 +146,32 @@ def _plain(value: Any) -> Any:
 
 
 def _metrics(run_dir: Path) -> list[dict[str, Any]]:
-    timing = {"seconds", "model_seconds", "env_seconds", "overhead"}
+    # measurements of the machine, not results: wall time and peak memory differ run to run
+    timing = {"seconds", "model_seconds", "env_seconds", "overhead", "peak_rss_mib"}
     lines = (run_dir / "metrics.jsonl").read_text().splitlines()
     return [
         {k: v for k, v in json.loads(ln).items() if k not in timing and not k.startswith("time/")}
         for ln in lines
     ]
+
+
+def _difference(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str:
+    """Where two metrics logs first differ, as `path: got X, want Y` (pytest truncates)."""
+
+    def walk(a: Any, b: Any, at: str) -> str | None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                if found := walk(a.get(key, "<missing>"), b.get(key, "<missing>"), f"{at}.{key}"):
+                    return found
+            return None
+        if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for i, (x, y) in enumerate(zip(a, b)):
+                if found := walk(x, y, f"{at}[{i}]"):
+                    return found
+            return None
+        return None if a == b else f"{at}: got {a!r}, want {b!r}"
+
+    return walk(got, want, "metrics") or "lengths differ"
 
 
 @pytest.mark.slow
@@ -199,7 +219,8 @@ def test_train_killed_at_20_random_points_resumes_exactly(tmp_path: Path) -> Non
             break
         assert _rows(run_dir) == expected[0], f"pool rows differ after run {runs}"
         assert _trainer_state(run_dir) == expected[1], f"trainer state differs after run {runs}"
-        assert _metrics(run_dir) == expected[2]
+        metrics = _metrics(run_dir)
+        assert metrics == expected[2], _difference(metrics, expected[2])
     assert kills == KILLS
 
 
