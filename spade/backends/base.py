@@ -263,6 +263,11 @@ class PPOConfig:
     """Ratio ceiling is 1 + clip_high (asymmetric, DAPO-style 'clip-higher')."""
     kl_coef: float = 0.0
     """Weight of the k3 KL to a frozen copy of the initial weights; 0 = no reference model."""
+    warmup_steps: int = 0
+    """Linear learning-rate warm-up over the run's first N optimizer steps (0 = none). Adam's
+    first step moves every trainable weight by about the learning rate whatever the gradient's
+    size: at lr 1e-4 the default run's first update had an approx KL of 306 (one collapsed
+    token) and its greedy near set fell 14 points; later updates at the same rate had 0.004."""
     max_grad_norm: float = 1.0
     """Clip the global gradient norm to this; 0 = no clipping."""
     micro_batch_tokens: int = 8192
@@ -287,6 +292,8 @@ class PPOConfig:
     def __post_init__(self) -> None:
         if self.clip_low < 0 or self.clip_high < 0:
             raise ValueError("clip ranges must be >= 0")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
         if self.micro_batch_tokens < 1 or self.num_minibatches < 1:
             raise ValueError("micro_batch_tokens and num_minibatches must be >= 1")
         if self.tis_cap is not None and self.tis_cap <= 0:

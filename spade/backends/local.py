@@ -354,6 +354,7 @@ class LocalBackend:
             if hasattr(norm, "full_tensor"):  # a sharded model's norm (spade.backends.fsdp)
                 norm = norm.full_tensor()
             grad_norms.append(float(norm))
+            self._warm_up(ppo)
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
         sums = self._sum_over_ranks(sums)
@@ -381,6 +382,22 @@ class LocalBackend:
     """Multiplies each micro-batch loss before backward (FSDP averages gradients over ranks)."""
     _whole_forward = False
     """Logits through the model's own forward at every position (`_logits_at`)."""
+
+    def _warm_up(self, ppo: PPOConfig) -> None:
+        """Set the learning rate of the coming optimizer step: `ppo.learning_rate` scaled by
+        (steps taken + 1) / `ppo.warmup_steps` until the warm-up is over. The count is AdamW's
+        own (in its state, so a resumed run continues the ramp where it stopped)."""
+        if ppo.warmup_steps <= 0:
+            return
+        taken = 0
+        for group in self.optimizer.param_groups:
+            for p in group["params"]:
+                step = self.optimizer.state.get(p, {}).get("step")
+                if step is not None:
+                    taken = max(taken, int(step))
+        scale = min(1.0, (taken + 1) / ppo.warmup_steps)
+        for group in self.optimizer.param_groups:
+            group["lr"] = ppo.learning_rate * scale
 
     def _micro_batches(self, lengths: Sequence[int]) -> list[list[int] | None]:
         """This process's micro-batches of a minibatch (None: a pass with nothing to train)."""

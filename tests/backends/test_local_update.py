@@ -685,3 +685,54 @@ def test_role_normalisation_is_checked():
     assert PPOConfig().role_normalisation == "per_role"
     with pytest.raises(ValueError, match="role_normalisation must be 'joint' or 'per_role'"):
         PPOConfig(role_normalisation="per_token")  # type: ignore[arg-type]
+
+
+def test_warm_up_ramps_the_learning_rate_by_optimizer_step_and_survives_a_reload(
+    make_local, tmp_path
+):
+    # warmup_steps 4, lr 1e-3, 2 minibatches per update: the optimizer steps of the first
+    # update use 1e-3 * 1/4 and * 2/4, the second update's 3/4 and 4/4, then 1e-3 flat. A reload
+    # from a checkpoint continues the ramp from AdamW's own step count.
+    backend = make_local(warmup_steps=4, num_minibatches=2, weight_decay=0.0)
+    samples = [_sample(2, 1.0), _sample(2, -1.0, offset=50)]
+    seen: list[float] = []
+    original = backend.optimizer.step
+
+    def record(*args, **kwargs):
+        seen.append(backend.optimizer.param_groups[0]["lr"])
+        return original(*args, **kwargs)
+
+    backend.optimizer.step = record
+    backend.update(samples)
+    assert seen == pytest.approx([2.5e-4, 5e-4])
+    backend.save(tmp_path / "ckpt")
+    reloaded = make_local(warmup_steps=4, num_minibatches=2, weight_decay=0.0)
+    reloaded.load(tmp_path / "ckpt")
+    again: list[float] = []
+    original_2 = reloaded.optimizer.step
+
+    def record_2(*args, **kwargs):
+        again.append(reloaded.optimizer.param_groups[0]["lr"])
+        return original_2(*args, **kwargs)
+
+    reloaded.optimizer.step = record_2
+    reloaded.update(samples)
+    reloaded.update(samples)
+    assert again == pytest.approx([7.5e-4, 1e-3, 1e-3, 1e-3])
+
+
+def test_without_warm_up_the_first_adam_step_moves_every_weight_by_about_the_rate(make_local):
+    # why the warm-up exists: whatever the gradient's size (well above Adam's eps), Adam's first
+    # step is lr * g / |g| per weight (bias-corrected moments), so a small gradient still moves
+    # every weight it touches by ~lr
+    backend = make_local(learning_rate=1e-3, weight_decay=0.0, max_grad_norm=0.0)
+    before = [p.detach().clone() for p in backend.model.parameters()]
+    sample = _sample(2, 1e-2)  # a small advantage: a gradient 100x smaller than at A = 1
+    backend.update([_with_ratios(backend, sample, [1.0, 1.0])])
+    moved = [
+        (q.detach() - p).abs()[(q.detach() - p) != 0]
+        for p, q in zip(before, backend.model.parameters())
+    ]
+    moved = torch.cat([m.flatten() for m in moved if m.numel()])
+    assert moved.numel() > 0
+    assert float(moved.median()) == pytest.approx(1e-3, rel=0.2)
