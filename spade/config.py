@@ -153,6 +153,16 @@ class PlayConfig:
     """Longest Agent reply per turn."""
     temperature: float = 1.0
     """Agent sampling temperature."""
+    plays_per_seed: int = 1
+    """Consecutive plays of an environment that share an episode seed (the same instance: for
+    a question environment the same question). 1 (the paper): every play its own seed, and the
+    Agent's advantages are z-scored over all plays of the environment; k > 1: z-scored within
+    each group of k plays of one seed, so a reply is compared with other replies to the same
+    question (GRPO's group) rather than with replies to easier or harder ones."""
+    negative_weight: float = 1.0
+    """Weight of the Agent's negative advantages (replies worse than their group's mean). 1 is
+    GRPO; 0 trains only on replies better than their group (filtered behaviour cloning, as in
+    expert iteration); in between damps the push away from lost replies."""
 
 
 DEFAULT_EVAL_SUITES = ("reasoning-gym:chain_sum,letter_counting@0",)

@@ -134,7 +134,9 @@ def run_iteration(
     rollouts = _play_step(it, cfg, models, sandbox, pool, new_envs, run_async, clock)
 
     # score: Agent advantages per environment group (plain plays only), then Designer rewards
-    agent_samples = _agent_samples(rollouts)
+    agent_samples = _agent_samples(
+        rollouts, cfg.play.negative_weight, by_seed=cfg.play.plays_per_seed > 1
+    )
     state.pending, designer_samples, design_metrics = close_windows(
         it,
         d.regen_interval,
@@ -154,11 +156,13 @@ def run_iteration(
 
     plain = [r for r in rollouts if not r.request.hinted]
     hinted = [r for r in rollouts if r.request.hinted]
-    plain_of = {(r.request.program.env_id, r.request.seed): r.return_ for r in plain}
+    plain_of = {
+        (r.request.program.env_id, r.request.seed, r.request.play): r.return_ for r in plain
+    }
     pairs = [
         (r.return_, plain_of[key])
         for r in hinted
-        if (key := (r.request.program.env_id, r.request.seed)) in plain_of
+        if (key := (r.request.program.env_id, r.request.seed, r.request.play)) in plain_of
     ]
     bands = pool.record_bands(it)
     clock["iteration_s"] = total = time.perf_counter() - started
@@ -267,11 +271,15 @@ def _play_step(
     clock: dict[str, float],
 ) -> list[Rollout]:
     """Plain plays of the active environments; new designs also hinted, on the same seeds."""
-    base, n = _seed(cfg, it, "episodes"), cfg.play.plays_per_env
+    base, n, k = _seed(cfg, it, "episodes"), cfg.play.plays_per_env, cfg.play.plays_per_seed
     requests = [
-        PlayRequest(p, base + i) for p in active_set(it, cfg, pool, new_envs) for i in range(n)
+        PlayRequest(p, base + i // k, play=i % k)
+        for p in active_set(it, cfg, pool, new_envs)
+        for i in range(n)
     ]
-    requests += [PlayRequest(p, base + i, hinted=True) for p in new_envs for i in range(n)]
+    requests += [
+        PlayRequest(p, base + i // k, hinted=True, play=i % k) for p in new_envs for i in range(n)
+    ]
     params = SamplingParams(
         max_tokens=cfg.play.max_tokens,
         temperature=cfg.play.temperature,
@@ -291,7 +299,9 @@ def _play_step(
     elapsed = time.perf_counter() - t
     clock["env_s"] = max(0.0, elapsed - clock.get("agent_sample_s", 0.0))
     pool.record_episodes(
-        EpisodeRow.of(r.episode, iteration=it, hinted=r.request.hinted, tokens=r.tokens)
+        EpisodeRow.of(
+            r.episode, iteration=it, hinted=r.request.hinted, tokens=r.tokens, play=r.request.play
+        )
         for r in rollouts
     )
     return rollouts
@@ -366,15 +376,20 @@ def weighted_sample(weights: Sequence[float], k: int, rng: random.Random) -> lis
     return sorted(range(len(keys)), key=lambda i: -keys[i])[:k]
 
 
-def _agent_samples(rollouts: Sequence[Rollout]) -> list[Sample]:
-    groups: dict[str, list[Rollout]] = {}
+def _agent_samples(
+    rollouts: Sequence[Rollout], negative_weight: float = 1.0, by_seed: bool = False
+) -> list[Sample]:
+    groups: dict[tuple[str, int | None], list[Rollout]] = {}
     for r in rollouts:
         if not r.request.hinted and not r.error and r.completions:
-            groups.setdefault(r.request.program.env_id, []).append(r)
+            key = (r.request.program.env_id, r.request.seed if by_seed else None)
+            groups.setdefault(key, []).append(r)
     samples = []
     for group in groups.values():
         advantages = group_advantages([r.return_ for r in group])
         for r, advantage in zip(group, advantages):
+            if advantage < 0.0:
+                advantage *= negative_weight
             if advantage != 0.0 and all(c.trainable for c in r.completions):
                 samples.append(episode_sample(r.completions, advantage, "agent"))
     return samples

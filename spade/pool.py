@@ -36,7 +36,9 @@ from typing import Any, Literal
 
 from spade.types import CheckFailure, Episode, Program, Verdict
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: `episodes.play` (plays of one seed, `PlayConfig.plays_per_seed`); a version-1 pool is
+migrated in place (its plays get `play` 0)."""
 
 SCHEMA = (
     "CREATE TABLE schema_version (version INTEGER NOT NULL)",
@@ -80,7 +82,8 @@ SCHEMA = (
         return_ REAL NOT NULL,
         turns INTEGER NOT NULL,
         tokens INTEGER NOT NULL,
-        UNIQUE (env_id, iteration, seed, hinted)
+        play INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (env_id, iteration, seed, hinted, play)
     )""",
     "CREATE INDEX episodes_iteration ON episodes (iteration)",
     """CREATE TABLE designer_rewards (
@@ -134,9 +137,13 @@ class EpisodeRow:
     turns: int
     tokens: int = 0
     """Tokens the Agent generated in the episode (0 when the backend does not report them)."""
+    play: int = 0
+    """Which play of this seed it was (0, 1, ...: `PlayConfig.plays_per_seed` plays share one)."""
 
     @classmethod
-    def of(cls, episode: Episode, *, iteration: int, hinted: bool, tokens: int = 0) -> EpisodeRow:
+    def of(
+        cls, episode: Episode, *, iteration: int, hinted: bool, tokens: int = 0, play: int = 0
+    ) -> EpisodeRow:
         if episode.seed is None:
             raise ValueError("the pool stores seeded episodes only (seeds are explicit)")
         return cls(
@@ -147,6 +154,7 @@ class EpisodeRow:
             return_=episode.return_,
             turns=len(episode.turns),
             tokens=tokens,
+            play=play,
         )
 
     @classmethod
@@ -160,6 +168,7 @@ class EpisodeRow:
             return_=row["return_"] if "return_" in row else row["return"],
             turns=row["turns"],
             tokens=row.get("tokens", 0),
+            play=row.get("play", 0),
         )
 
 
@@ -226,10 +235,29 @@ class Pool:
             return
         row = self._conn.execute("SELECT version FROM schema_version").fetchone()
         version = row["version"] if row else None
+        if version == 1:
+            self._migrate_from_1()
+            version = SCHEMA_VERSION
         if version != SCHEMA_VERSION:
             raise PoolSchemaError(
                 f"{self.path} has pool schema version {version}; this code reads {SCHEMA_VERSION}"
             )
+
+    def _migrate_from_1(self) -> None:
+        """Version 1 had no `episodes.play` (every play its own seed): rebuild the table with
+        the new column and uniqueness, every old play `play` 0 (inside the caller's transaction,
+        so an interrupted migration leaves the version-1 pool as it was)."""
+        self._conn.execute("ALTER TABLE episodes RENAME TO episodes_v1")
+        self._conn.execute("DROP INDEX IF EXISTS episodes_iteration")
+        for statement in SCHEMA:
+            if "TABLE episodes" in statement or "INDEX episodes_" in statement:
+                self._conn.execute(statement)
+        self._conn.execute(
+            """INSERT INTO episodes (env_id, iteration, seed, hinted, return_, turns, tokens, play)
+            SELECT env_id, iteration, seed, hinted, return_, turns, tokens, 0 FROM episodes_v1"""
+        )
+        self._conn.execute("DROP TABLE episodes_v1")
+        self._conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
 
     # -- lifetime and transactions ------------------------------------------------------------
 
@@ -349,20 +377,20 @@ class Pool:
 
     def record_episodes(self, rows: Iterable[EpisodeRow | Mapping[str, Any]]) -> int:
         """Store plays (EpisodeRow or dicts of its fields); duplicates of (env_id, iteration,
-        seed, hinted) are ignored. Returns how many rows were new."""
+        seed, hinted, play) are ignored. Returns how many rows were new."""
         values = []
         for row in rows:
             r = row if isinstance(row, EpisodeRow) else EpisodeRow.from_mapping(row)
             values.append(
                 (r.env_id, int(r.iteration), int(r.seed), int(bool(r.hinted)))
-                + (float(r.return_), int(r.turns), int(r.tokens))
+                + (float(r.return_), int(r.turns), int(r.tokens), int(r.play))
             )
         with self.transaction():
             before = self._conn.total_changes
             self._conn.executemany(
                 """INSERT OR IGNORE INTO episodes
-                    (env_id, iteration, seed, hinted, return_, turns, tokens)
-                VALUES (?, ?, ?, ?, ?, ?, ?)""",
+                    (env_id, iteration, seed, hinted, return_, turns, tokens, play)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
                 values,
             )
             return self._conn.total_changes - before
@@ -505,7 +533,7 @@ class Pool:
         What the loop reads to rebuild a design window (e.g. after a resume)."""
         where, args = self._episode_filter(env_id, hinted, since_iteration, until_iteration)
         rows = self._conn.execute(
-            f"SELECT return_ FROM episodes WHERE {where} ORDER BY iteration, seed", args
+            f"SELECT return_ FROM episodes WHERE {where} ORDER BY iteration, seed, play", args
         )
         return [float(r["return_"]) for r in rows]
 
@@ -522,14 +550,15 @@ class Pool:
         return {r["env_id"]: (int(r["wins"]), int(r["plays"])) for r in rows}
 
     def paired_returns(self, env_id: str, iteration: int) -> tuple[list[float], list[float]]:
-        """(hinted, plain) returns at `iteration` on the seeds both arms played, by seed:
+        """(hinted, plain) returns at `iteration` on the (seed, play)s both arms played, by seed:
         the paired arms of the regret (SPADE.md section 3, "Ours")."""
         rows = self._conn.execute(
             """SELECT h.return_ AS hinted, p.return_ AS plain
             FROM episodes h JOIN episodes p
                 ON p.env_id = h.env_id AND p.iteration = h.iteration AND p.seed = h.seed
+                AND p.play = h.play
             WHERE h.env_id = ? AND h.iteration = ? AND h.hinted = 1 AND p.hinted = 0
-            ORDER BY h.seed""",
+            ORDER BY h.seed, h.play""",
             (env_id, int(iteration)),
         ).fetchall()
         return [float(r["hinted"]) for r in rows], [float(r["plain"]) for r in rows]

@@ -52,6 +52,8 @@ class PlayRequest:
     hinted: bool = False
     kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     """Constructor keyword arguments (for example `difficulty`)."""
+    play: int = 0
+    """Which play of this seed (several plays of one environment may share a seed)."""
 
 
 @dataclasses.dataclass(frozen=True)

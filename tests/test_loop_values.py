@@ -105,6 +105,8 @@ def run(
     designer_reward: str = "blend",
     active_envs: int = 3,
     designer: Designer | None = None,
+    negative_weight: float = 1.0,
+    plays_per_seed: int = 1,
     **design: object,
 ) -> tuple[dict, loopkit.FakeTrainer]:
     policy = ScriptedPolicy(designer or Designer(plan))
@@ -123,7 +125,13 @@ def run(
                 **design,
             }
         ),
-        play=PlayConfig(plays_per_env=4, active_envs=active_envs, max_turns=3),
+        play=PlayConfig(
+            plays_per_env=4,
+            active_envs=active_envs,
+            max_turns=3,
+            negative_weight=negative_weight,
+            plays_per_seed=plays_per_seed,
+        ),
         # the three designs differ only in their class name: let them all in
         validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
     )
@@ -897,3 +905,52 @@ def test_a_scale_cap_of_one_leaves_the_designer_advantages_unscaled(tmp_path: Pa
 
     a, b = designer(scaled_trainer), designer(capped_trainer)
     assert a and [x / 6 for x in a] == pytest.approx(b)
+
+
+@pytest.mark.parametrize("weight", [0.0, 0.25])
+def test_negative_weight_scales_only_the_agents_losses(tmp_path: Path, weight: float) -> None:
+    # every plain group is [1, 0, 1, 0] (z-scores +1 / -1, see the module doc): the wins keep +1,
+    # the losses get -weight, and at 0 they are not trained at all (a zero advantage carries
+    # nothing); the Designer's samples are untouched
+    summary, trainer = run(tmp_path / "w", negative_weight=weight)
+    baseline, base_trainer = run(tmp_path / "base")
+    for update in range(2):
+        agent = sorted(s.advantage for s in _by_role(trainer, update, "agent"))
+        wins = [pytest.approx(1.0, abs=1e-7)] * 6
+        assert agent == ([] if weight == 0 else [pytest.approx(-weight, abs=1e-7)] * 6) + wins
+        assert summary["iterations"][update]["agent_samples"] == len(agent)
+        # the Designer's advantages are as before, up to the paper's scale, which counts the
+        # Agent samples (6 instead of 12 at weight 0: min(6 / 4 * 2, 50) = 3 instead of 6)
+        ratio = summary["iterations"][update].get("designer_scale", 1.0) / baseline["iterations"][
+            update
+        ].get("designer_scale", 1.0)
+        designer = [s.advantage for s in _by_role(trainer, update, "designer")]
+        base = [s.advantage * ratio for s in _by_role(base_trainer, update, "designer")]
+        assert designer == pytest.approx(base)
+    assert summary["iterations"][1]["designer_scale"] == (3.0 if weight == 0 else 6.0)
+
+
+def test_plays_per_seed_groups_the_agents_advantages_by_seed(tmp_path: Path) -> None:
+    # 4 plays, 2 per seed: seeds base, base, base+1, base+1. The scripted Agent's return depends
+    # only on the seed (it wins the even ones), so each (environment, seed) group ties and
+    # carries nothing: no Agent sample at all, where one group per environment gave 12. Every
+    # play is still stored (2 plays of each seed, `play` 0 and 1), and the hinted arm is paired
+    # with the plain one play by play.
+    summary, trainer = run(tmp_path / "k2", plays_per_seed=2)
+    assert [m["agent_samples"] for m in summary["iterations"]] == [0, 0]
+    assert all(not _by_role(trainer, u, "agent") for u in range(len(trainer.updates)))
+    with sqlite3.connect(tmp_path / "k2" / "pool.sqlite") as conn:
+        rows = conn.execute(
+            "SELECT env_id, iteration, hinted, seed, play FROM episodes ORDER BY 1, 2, 3, 4, 5"
+        ).fetchall()
+    conn.close()
+    groups: dict[tuple, list[tuple[int, int]]] = {}
+    for env_id, iteration, hinted, seed, play in rows:
+        groups.setdefault((env_id, iteration, hinted), []).append((seed, play))
+    assert groups and all(len(v) == 4 for v in groups.values())
+    for plays in groups.values():
+        base = plays[0][0]
+        assert plays == [(base, 0), (base, 1), (base + 1, 0), (base + 1, 1)]
+    # regret pairs: 4 per new design (2 seeds x 2 plays), hinted wins all, plain wins the even seed
+    regret = summary["iterations"][0]["new_design_regret"]
+    assert regret["pairs"] == 4 * 3 and regret["mean"] == pytest.approx(0.5)
