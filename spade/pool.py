@@ -5,7 +5,8 @@ What is stored (one table each, schema below, versioned in `schema_version`):
 - programs: every program added, by content hash (`env_id`), admitted or not, with its verdict
   and provenance (exemplar env_ids, grounding document title, regen, attempt index);
 - design_attempts: one row per Designer attempt, valid or not, with its failures and reward;
-- episodes: one row per Agent play (env, iteration, seed, hinted or plain), return and sizes;
+- episodes: one row per Agent play (env, iteration, seed, play of that seed, hinted or plain),
+  return and sizes;
 - designer_rewards: one row per scored design window (reward, regret, win rate, gate outcome);
 - bands: the frontier / mastered / out-of-reach census of every iteration.
 
