@@ -240,23 +240,35 @@ def zygote_main(ctrl_fd: int, cfg: dict) -> None:
     signal.signal(signal.SIGTERM, lifecycle.raise_on_parent_death)
     cg_parents: dict = {}
     children: dict[int, tuple[int, str]] = {}  # pid -> (own pidfd, name)
+    exiting: dict[int, tuple[str, dict, float]] = {}  # reaped: pid -> (name, status, report by)
+    leftover: set[str] = set()  # reported workers whose groups the kernel still holds
+    zygote, exit_now = os.getpid(), os._exit
     try:
         if lifecycle.guard_parent(cfg["parent_pid"], signal.SIGTERM):
-            _zygote(ctrl_fd, cfg, children, cg_parents)
+            _zygote(ctrl_fd, cfg, children, exiting, leftover, cg_parents)
     except lifecycle.ParentDied:
         pass
     finally:
+        if os.getpid() != zygote:  # a forked worker got here: it must not clean up the zygote's
+            exit_now(70)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        _shutdown(children, cg_parents, cfg)
+        names = [name for _own, name in children.values()]
+        names += [name for name, _status, _by in exiting.values()] + sorted(leftover)
+        _shutdown(children, names, cg_parents, cfg)
         lifecycle.remove_scratch_root(cfg["scratch_root"])
 
 
 def _zygote(
-    ctrl_fd: int, cfg: dict, children: dict[int, tuple[int, str]], cg_parents: dict
+    ctrl_fd: int,
+    cfg: dict,
+    children: dict[int, tuple[int, str]],
+    exiting: dict[int, tuple[str, dict, float]],
+    leftover: set[str],
+    cg_parents: dict,
 ) -> None:
     """Preload, then fork a worker per request until the supervisor closes the control socket.
-    `children` and `cg_parents` are filled in place: the caller cleans them up however this
-    ends."""
+    `children`, `exiting`, `leftover` and `cg_parents` are filled in place: the caller cleans
+    them up however this ends."""
     ctrl = socket.socket(fileno=ctrl_fd)
     zygote_layers: dict[str, str | None] = {}
     if os.geteuid() == 0:  # before the preload: caches it writes land in the private tmpfs
@@ -273,20 +285,26 @@ def _zygote(
     sel = selectors.DefaultSelector()
     sel.register(ctrl, selectors.EVENT_READ, None)
     zygote_pid = os.getpid()
+    exit_now = os._exit  # bound before any environment code runs in a forked child
     counter = 0
-    exiting: dict[int, tuple[str, dict, float]] = {}  # pid -> (name, status, give-up time)
     while True:
         # A reaped worker's cgroup can stay busy for a moment: its "exited" report waits until
-        # the groups are gone (or 2 s), so a closed session has left nothing behind.
-        for pid, (name, described, give_up) in list(exiting.items()):
-            if _cleanup(cg_parents, cfg, name) or time.monotonic() > give_up:
+        # the groups are gone (or 2 s), so a closed session has left nothing behind. Under load
+        # the kernel has held them longer (seen in CI): those are retried until they go.
+        for pid, (name, described, report_by) in list(exiting.items()):
+            removed = _cleanup(cg_parents, cfg, name)
+            if removed or time.monotonic() > report_by:
                 del exiting[pid]
+                if not removed:
+                    leftover.add(name)
                 report = {"op": "exited", "pid": pid, "status": described}
                 try:
                     ctrl.send(json.dumps(report).encode())
                 except OSError:
                     pass
-        for key, _ in sel.select(0.005 if exiting else None):
+        leftover.difference_update([n for n in list(leftover) if _cleanup(cg_parents, cfg, n)])
+        timeout = 0.005 if exiting else 0.05 if leftover else None
+        for key, _ in sel.select(timeout):
             if key.data is None:  # control message
                 try:
                     msg, fds, _flags, _addr = socket.recv_fds(ctrl, 65536, 3)
@@ -299,18 +317,24 @@ def _zygote(
                 name = f"w{counter}"
                 pid = os.fork()
                 if pid == 0:
+                    # The child must never return into the loop, nor reach zygote_main's cleanup:
+                    # environment code can break the except clause (a patched builtin made
+                    # traceback.print_exc raise) or replace os._exit, so the exit is bound here.
                     code = 70
                     try:
-                        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                        if not lifecycle.guard_parent(zygote_pid):
-                            os._exit(71)
-                        os.setsid()
-                        layers = isolate(cfg, name, fds, cg_parents, seccomp_lib)
-                        serve(layers, cfg["max_frame"])
-                        code = 0
-                    except BaseException:  # noqa: BLE001 - the child must never return into the loop
-                        traceback.print_exc()
-                    os._exit(code)
+                        try:
+                            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                            if not lifecycle.guard_parent(zygote_pid):
+                                code = 71
+                            else:
+                                os.setsid()
+                                layers = isolate(cfg, name, fds, cg_parents, seccomp_lib)
+                                serve(layers, cfg["max_frame"])
+                                code = 0
+                        except BaseException:  # noqa: BLE001
+                            traceback.print_exc()
+                    finally:
+                        exit_now(code)
                 for fd in fds:
                     os.close(fd)
                 own = os.pidfd_open(pid)
@@ -346,22 +370,40 @@ def _cleanup(cg_parents: dict, cfg: dict, name: str) -> bool:
     return isolation.remove_cgroup(cg_parents, name)
 
 
-def _shutdown(children: dict, cg_parents: dict, cfg: dict) -> None:
-    for pid, (_own, name) in list(children.items()):
+SHUTDOWN_GRACE_S = 8.0
+"""How long a closing zygote waits for the kernel to let go of its workers' groups (the
+supervisor kills a zygote that has not exited after 10 s)."""
+
+
+def _shutdown(children: dict, names: list[str], cg_parents: dict, cfg: dict) -> None:
+    """Kill every live worker, then remove the groups and scratch folders of `names` (live,
+    reaped and left over) and the zygote's own groups, retrying while the kernel holds them."""
+    for pid in list(children):
         try:
             os.kill(pid, 9)
             os.waitpid(pid, 0)
         except OSError:
             pass
-        for _ in range(400):  # up to ~2 s for the kernel to let go of the groups
-            if _cleanup(cg_parents, cfg, name):
-                break
-            time.sleep(0.005)
-    for path in cg_parents.values():
-        try:
-            os.rmdir(path)
-        except OSError:
-            pass
+    deadline = time.monotonic() + SHUTDOWN_GRACE_S
+    parents = list(cg_parents.values())
+    while True:
+        names = [n for n in names if not _cleanup(cg_parents, cfg, n)]
+        if not names:
+            parents = [p for p in parents if not _rmdir_gone(p)]
+        if (not names and not parents) or time.monotonic() > deadline:
+            return
+        time.sleep(0.01)
+
+
+def _rmdir_gone(path: str) -> bool:
+    """Remove an empty folder; True once it is gone."""
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 # --- strict mode: one fresh interpreter per session -----------------------------------------

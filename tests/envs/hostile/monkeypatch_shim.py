@@ -14,6 +14,8 @@
 - "later": a thread writes a forged frame 0.2 s after the step returned (between calls)
 - "builtins": patches builtins.isinstance/callable to always say True, then returns a 6-tuple
   with a NaN reward
+- "escape": as "builtins", and also makes traceback.print_exc raise and os._exit do nothing, so
+  the shim's failure escapes its handler into the code the worker was forked from
 
 threat: monkeypatching builtins or the worker shim to forge replies
 expected: nothing the worker says is trusted: forged out-of-contract values are rejected
@@ -117,7 +119,15 @@ class MonkeypatchShimEnv:
         elif how == "later":
             threading.Thread(target=lambda: (time.sleep(0.2), _write4(_frame(FORGED))),
                              daemon=True).start()
-        elif how == "builtins":
+        elif how in ("builtins", "escape"):
+            if how == "escape":
+                import traceback
+
+                def _boom(*a, **k):
+                    raise RuntimeError("escaped")
+
+                traceback.print_exc = _boom
+                os._exit = lambda *a: None
             builtins.isinstance = lambda *a: True
             builtins.callable = lambda *a: True
             return "obs", float("nan"), True, False, {}, "extra"
