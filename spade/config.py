@@ -103,9 +103,10 @@ class DesignConfig:
     """Longest Designer reply (the environment code plus hint; a compact program with its hint
     is 150-400 tokens)."""
     temperature: float = 0.5
-    """Designer sampling temperature. The small recipe samples cold: the warm-started 135M model
-    wrote 42-50% admissible environments at 0.4-0.5 and 21-38% at 0.8 (docs/warmstart.md); the
-    paper recipes use 1.0."""
+    """Designer sampling temperature (the paper recipes use 1.0). The small recipe samples at
+    0.8: its 240-step warm start, sampled at 0.5, wrote memorised training programs (11 of its 20
+    admitted designs in 48 were copies, which the loop refuses; 12 of 18 loop attempts), and at
+    0.8 admitted 21 of 48 with 3 copies (docs/warmstart.md)."""
     prompt_budget_chars: int | None = 1500
     """Cap on the Designer prompt (grounding document truncated, exemplars dropped to fit);
     None keeps the paper's full prompt (document up to 6,000 words, 2 exemplars, 1 negative)."""
@@ -127,8 +128,9 @@ class DesignConfig:
     max_attempts: int = 1
     """Attempts per requested environment: a slot whose attempt fails (no code, invalid,
     rejected) is asked again, up to this many times (paper 5). Every attempt is a Designer
-    sample. The small recipe keeps 1: the small model's attempts mostly fail, each retry is another
-    batch of sampling, and a failed attempt is trained (with the lowest reward) anyway."""
+    sample. The small recipe retries once (2): about 60% of its attempts fail, so a round of 6
+    slots came back empty now and then with 1 (one round in four of the first 240-step runs);
+    the retry is one more batched call for the failed slots (~20 s here)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,20 +317,30 @@ def load(path: Path) -> TrainConfig:
 # --- presets (`spade train --recipe NAME`; launchers in recipes/) ------------------------------
 
 TINY_CPU = TrainConfig(
-    iterations=16,
+    iterations=24,
     bundled_seeds=False,
-    design=DesignConfig(envs_per_regen=6, regen_interval=4, scale_cap=1.0),
+    design=DesignConfig(
+        envs_per_regen=6, regen_interval=4, scale_cap=1.0, temperature=0.8, max_attempts=2
+    ),
     play=PlayConfig(plays_per_env=8, active_envs=16, max_tokens=48, max_turns=4),
-    ppo=PPOConfig(learning_rate=3e-5, weight_decay=0.0, micro_batch_tokens=1024, num_minibatches=4),
+    ppo=PPOConfig(
+        learning_rate=5e-5,
+        warmup_steps=8,
+        weight_decay=0.0,
+        micro_batch_tokens=1024,
+        num_minibatches=4,
+    ),
     eval_set="paired",
     eval_every=4,
     eval_suites=(),
 )
 """The default: the embedded SmolLM2-135M-Instruct, warm-started (cached), on a laptop CPU, spent
-on what learns (docs/replication.md, the sweep): 16 iterations of 16 environments x 8 plays (a
-group of 8 mixes a win and a loss far more often than 4), 4 optimizer steps per update at lr 3e-5
-(one step at 1e-5 could not move the weights), each role's loss normalised by its own tokens; 6
-compact designs every 4 iterations (the Designer's reply is the dearest thing to sample); the
+on what learns (docs/replication.md, the sweep): 24 iterations of 16 environments x 8 plays (a
+group of 8 mixes a win and a loss far more often than 4), 4 optimizer steps per update at lr 5e-5
+after an 8-step warm-up (one step at 1e-5 could not move the weights; 1e-4 without a warm-up
+collapsed a token in the first update, and with one still hurt the near set), each role's loss
+normalised by its own tokens; 6 compact designs every 4 iterations at T=0.8, a failed slot asked
+once more (the Designer's reply is the dearest thing to sample); the
 pool seeded with the question families the warm start taught and the mini programs, not the
 bundled games (never won; their long episodes were most of an iteration), up to 4 turns.
 Evaluated greedy and paired on the near and far sets (the far set holds the reasoning-gym
