@@ -166,14 +166,12 @@ CHECKS: dict[str, str | None] = {
     "solvable": "semantic.oracle_max",
     "termination": None,
     "determinism": "runtime.episode_determinism",
+    "solution_replay": None,  # a warning only: solution() is not replayable, solvable skipped
 }
 """Every check name a verdict can carry (stable: they appear in `spade validate --json`, the pool
 and the Designer's failure counts), with the check of OpenEnv's validation proposal (RFC 008)
-it corresponds to, where one does (docs/environments.md)."""
-
-WARNINGS = ("solution_replay", "seed_used")
-"""Checks that can only warn: `solution_replay` when `solution()` is not replayable (the solvable
-check is skipped), `seed_used` when nothing tells a hidden secret from a fixed task."""
+it corresponds to, where one does (docs/environments.md). `seed_used` is a warning instead of an
+error when there is no `solution()` to tell a hidden secret from a fixed task."""
 
 
 def report_row(verdict: Verdict) -> dict[str, Any]:
