@@ -270,3 +270,22 @@ def test_validate_never_raises_on_unencodable_code() -> None:
 
     verdict = asyncio.run(run())
     assert not verdict.admitted and checks(verdict) == {"parse"}
+
+
+def test_every_check_a_verdict_names_is_a_known_stable_name(verdicts: dict[str, Any]) -> None:
+    from spade.validate import CHECKS
+
+    named = {
+        f.check
+        for v in verdicts.values()
+        for verdict in (v if isinstance(v, list) else [v])
+        for f in verdict.failures
+    }
+    named |= {
+        w["check"]
+        for v in verdicts.values()
+        if isinstance(v, Verdict)
+        for w in v.stats.get("warnings", ())
+    }
+    assert named <= set(CHECKS), named - set(CHECKS)
+    assert {"answer_leak", "seed_used", "not_trivial", "solution_replay"} <= named
