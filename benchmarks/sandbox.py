@@ -19,9 +19,10 @@ Rows: episode start (load + reset: worker start, code execution, construction, f
 observation), step round trip, end-to-end steps/s (each episode's start and close included) with
 one session at a time and with 16 at once, and validations per minute. Validation is
 `spade.validate.validate` for (a); (b) and (c) run a reduced check built from the same episodes
-(static checks, 7 probe policies x 8 seeds, solution replay at 4 seeds, termination, determinism
-seeds replayed twice) without the sandbox's fresh-interpreter PYTHONHASHSEED variation or any
-resource limits. Ratios are plain value ratios of two columns. Prints one table; asserts nothing.
+(static checks, the 9 blind probe policies x 8 seeds, solution replay at 4 seeds, termination,
+determinism seeds replayed twice) without the sandbox's fresh-interpreter PYTHONHASHSEED variation,
+the copy probes (`answer_leak`; `benchmarks/validator_cost.py` measures them) or any resource
+limits. Ratios are plain value ratios of two columns. Prints one table; asserts nothing.
 
 `--ray` measures the same episodes through `spade.sandbox.cluster.RaySandbox` instead (the `ray`
 extra): the local sandbox, then, on a Ray cluster of two fake nodes on this machine
@@ -46,9 +47,10 @@ from rich.console import Console
 from rich.table import Table
 
 from spade.episode import replay
+from spade.probes import blind_probes
 from spade.sandbox import Sandbox, SandboxConfig, runtime
 from spade.types import Program
-from spade.validate import STATIC_CHECKS, ValidatorConfig, probe_policies, validate
+from spade.validate import STATIC_CHECKS, ValidatorConfig, validate
 
 MAX_TURNS = 25
 CONCURRENCY = 16
@@ -286,7 +288,7 @@ async def reduced_check(
         async with gate:
             return await play(seed, policy)
 
-    probes = probe_policies("game")
+    probes = blind_probes("game")
     runs = await asyncio.gather(
         *(limited(seed, make(seed)) for make in probes.values() for seed in range(cfg.probe_seeds))
     )

@@ -66,7 +66,7 @@ def validate(
     from rich.progress import Progress
 
     from spade.sandbox import make_sandbox
-    from spade.validate import ValidatorConfig, validate_many
+    from spade.validate import ValidatorConfig, report_row, validate_many
 
     files = _collect(paths)
     if isinstance(files, str):
@@ -89,7 +89,7 @@ def validate(
                 def report(i: int, verdict) -> None:  # type: ignore[no-untyped-def]
                     progress.advance(task)
                     admitted.append(verdict.admitted)
-                    row = {"path": str(files[i]), "skill": programs[i].skill, **verdict.to_json()}
+                    row = {"path": str(files[i]), "skill": programs[i].skill, **report_row(verdict)}
                     if json_lines:
                         print(json.dumps(row), flush=True)
                     else:
@@ -98,6 +98,12 @@ def validate(
                         for f in verdict.failures:
                             progress.console.print(
                                 f"    [yellow]{f.check}[/]: {f.reason}",
+                                markup=True,
+                                highlight=False,
+                            )
+                        for w in verdict.stats.get("warnings", ()):
+                            progress.console.print(
+                                f"    [dim]warning {w['check']}[/]: {w['reason']}",
                                 markup=True,
                                 highlight=False,
                             )

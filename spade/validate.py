@@ -3,8 +3,10 @@
 Static checks read the code without running it (size, parse, one environment class, duplicates
 against a pool). Dynamic checks run it in sandbox workers: it loads and
 honours the contract (types, arity, finite rewards in range, JSON, size caps), probe policies
-(empty, constant and random replies) do not win more often than `max_probe_win_rate` over
-`probe_seeds` seeds, `solution()` wins when it returns replayable replies (at every declared
+(empty, constant, random and spraying replies; `spade.probes`) do not win more often than
+`max_probe_win_rate` over `probe_seeds` seeds, replies copied from what the environment shows
+(its question, its feedback) do not win more often than `max_copy_win_rate`, the seed changes
+the episode, `solution()` wins when it returns replayable replies (at every declared
 difficulty), some episode ends by the environment's own signal, and two fresh interpreters with
 different `PYTHONHASHSEED` produce the same transcripts. Resource exhaustion (deadlines, memory,
 crashes) is a failure like any other. Every failure is a `CheckFailure(check, reason)`; nothing
@@ -17,7 +19,7 @@ import ast
 import asyncio
 import dataclasses
 import io
-import random
+import json
 import re
 import time
 import tokenize
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from spade.episode import Policy, replay, run_episode
+from spade.probes import blind_probes, copy_probes, tokens
 from spade.sandbox import SandboxAPI, SandboxError
 from spade.sandbox.runtime import env_class_names
 from spade.types import CheckFailure, Episode, Program, Verdict
@@ -49,38 +52,16 @@ class ValidatorConfig:
     """PYTHONHASHSEED of the two fresh interpreters."""
     near_duplicate_threshold: float = 0.9
     """Jaccard similarity of token 5-gram sets at or above which a program is a near-duplicate."""
-
-
-RANDOM_VOCAB = (
-    [str(i) for i in range(-1, 21)]
-    + ["100"]
-    + list("ABCDE")
-    + "yes no true false up down left right north south east west wait stop buy sell".split()
-    + [f"{a} {b}" for a in range(3) for b in range(3)]
-    + [f"{a},{b}" for a in range(3) for b in range(3)]
-)
-GAME_CONSTANTS = ("\\boxed{1}", "\\boxed{test}", "\\boxed{42}", "\\boxed{0}", "\\boxed{A}")
-TOOL_CONSTANTS = (
-    "<answer>0</answer>",
-    "<answer>done</answer>",
-    "<answer>yes</answer>",
-    "<answer>1</answer>",
-)
-
-
-def probe_policies(kind: str) -> dict[str, Callable[[int], Policy]]:
-    """Probe name -> (seed -> policy). Random probes draw from `random.Random(seed)` only."""
-    wrap = (lambda x: f"<answer>{x}</answer>") if kind == "tool" else (lambda x: f"\\boxed{{{x}}}")
-    probes: dict[str, Callable[[int], Policy]] = {"empty": lambda _seed: lambda t, o: ""}
-    for const in TOOL_CONSTANTS if kind == "tool" else GAME_CONSTANTS:
-        probes[f"constant {const}"] = (lambda c: lambda _seed: lambda t, o: c)(const)
-
-    def random_policy(seed: int) -> Policy:
-        rng = random.Random(10_007 * seed + 1)
-        return lambda t, o: wrap(rng.choice(RANDOM_VOCAB))
-
-    probes["random"] = random_policy
-    return probes
+    copy_seeds: tuple[int, int] = (16, 64)
+    """Seeds each copy rule plays: the first number for every rule, the second for a rule that
+    won more than `max_copy_win_rate` of them (so a shuffled two-option question, which a fixed
+    position wins half the time, is rejected by chance about once in 50,000 rules)."""
+    max_copy_win_rate: float = 0.75
+    """A copy rule (`spade.probes.copy_probes`) winning more often than this means the
+    environment shows its answer. Above `max_probe_win_rate`: an honest question may name its
+    options, and a fixed position then wins about half the time."""
+    copy_turns: int = 4
+    """Turn cap of a copy episode (a leak in the feedback shows from the second turn)."""
 
 
 # --- static checks ----------------------------------------------------------------------------
@@ -169,6 +150,49 @@ def check_duplicates(
 
 # --- dynamic checks ---------------------------------------------------------------------------
 
+CHECKS: dict[str, str | None] = {
+    "size": None,
+    "parse": None,
+    "env_class": None,
+    "duplicate": None,
+    "near_duplicate": None,
+    "load": None,
+    "contract": None,
+    "exception": None,
+    "resource": None,
+    "not_trivial": None,
+    "answer_leak": "semantic.no_solution_leakage",
+    "seed_used": None,
+    "solvable": "semantic.oracle_max",
+    "termination": None,
+    "determinism": "runtime.episode_determinism",
+    "solution_replay": None,  # a warning only: solution() is not replayable, solvable skipped
+}
+"""Every check name a verdict can carry (stable: they appear in `spade validate --json`, the pool
+and the Designer's failure counts), with the check of OpenEnv's validation proposal (RFC 008)
+it corresponds to, where one does (docs/environments.md). `seed_used` is a warning instead of an
+error when there is no `solution()` to tell a hidden secret from a fixed task."""
+
+
+def report_row(verdict: Verdict) -> dict[str, Any]:
+    """`verdict.to_json()` with a `checks` list: each failure (severity `error`: it rejects) and
+    each warning (severity `warning`: it does not), with its RFC 008 counterpart."""
+    rows = [
+        {"check": f.check, "severity": "error", "rfc008": CHECKS.get(f.check), "reason": f.reason}
+        for f in verdict.failures
+    ]
+    rows += [
+        {
+            "check": w["check"],
+            "severity": "warning",
+            "rfc008": CHECKS.get(w["check"]),
+            "reason": w["reason"],
+        }
+        for w in verdict.stats.get("warnings", ())
+    ]
+    return {**verdict.to_json(), "checks": rows}
+
+
 _KIND_TO_CHECK = {
     "timeout": "resource",
     "crashed": "resource",
@@ -226,6 +250,13 @@ class _Run:
         self.stats: dict[str, Any] = {}
         self.episodes: list[Episode] = []
         self.kind = "game"
+        self.probe_episodes: dict[str, list[Episode]] = {}
+        self.warnings: list[dict[str, str]] = []
+        # difficulty kwargs -> seed -> what solution() returned there (as JSON)
+        self.solutions: dict[str, dict[int, str]] = {}
+
+    def warn(self, check: str, reason: str) -> None:
+        self.warnings.append({"check": check, "reason": reason})
 
     async def episodes_with(
         self,
@@ -233,8 +264,11 @@ class _Run:
         seeds: Iterable[int],
         kwargs: dict[str, Any] | None = None,
         context: str = "",
+        max_turns: int | None = None,
+        keep: bool = True,
     ) -> list[Episode] | None:
-        """Play one episode per seed in one worker; None (and a failure) on a sandbox error."""
+        """Play one episode per seed in one worker; None (and a failure) on a sandbox error.
+        `keep=False`: not among the episodes the termination check reads (a capped episode)."""
         seeds = list(seeds)
         try:
             session = await self.sandbox.open(
@@ -251,7 +285,7 @@ class _Run:
                         session,
                         policy_for_seed(seed),
                         seed=seed,
-                        max_turns=self.cfg.max_turns,
+                        max_turns=max_turns or self.cfg.max_turns,
                         env_id=self.program.env_id,
                     )
                 )
@@ -260,7 +294,8 @@ class _Run:
             return None
         finally:
             await session.close()
-        self.episodes.extend(out)
+        if keep:
+            self.episodes.extend(out)
         return out
 
     async def check_load(self) -> bool:
@@ -278,7 +313,7 @@ class _Run:
 
     async def check_not_trivial(self) -> None:
         seeds = range(self.cfg.probe_seeds)
-        probes = probe_policies(self.kind)
+        probes = blind_probes(self.kind)
         results = await asyncio.gather(
             *(
                 self.episodes_with(make, seeds, context=f"probe {name!r}")
@@ -289,6 +324,7 @@ class _Run:
         for name, episodes in zip(probes, results):
             if episodes is None:
                 continue
+            self.probe_episodes[name] = episodes
             rates[name] = sum(e.won for e in episodes) / len(episodes)
             if rates[name] > self.cfg.max_probe_win_rate:
                 self.failures.append(
@@ -300,6 +336,91 @@ class _Run:
                 )
         self.stats["probe_win_rates"] = rates
 
+    def _copy_positions(self) -> dict[str, int]:
+        """The most distinct numbers and words any observation the blind probes saw holds: copy
+        rules past them could only reply with nothing, like the `\\boxed{}` probe."""
+        most = {"number": 0, "word": 0}
+        for episodes in self.probe_episodes.values():
+            for e in episodes:
+                for observation in (e.first_observation, *(t.observation for t in e.turns)):
+                    for kind in most:
+                        most[kind] = max(most[kind], len(tokens(observation, kind)))
+        return most
+
+    async def check_no_answer_leak(self) -> None:
+        """Copy rules (`spade.probes.copy_probes`) must not win more than `max_copy_win_rate`
+        (not run when a blind probe already wins: any reply would then)."""
+        if any(f.check == "not_trivial" for f in self.failures):
+            return
+        most = self._copy_positions()
+        rules = {
+            name: make
+            for name, make in copy_probes(self.kind).items()
+            if abs(int(name.split()[2])) <= most[name.split()[1]]
+            or name.split()[2] in ("1", "-1")  # a leak may show only after the first reply
+        }
+        first, total = self.cfg.copy_seeds
+        limit = self.cfg.max_copy_win_rate
+        turns = min(self.cfg.copy_turns, self.cfg.max_turns)
+
+        async def rate(name: str, seeds: range) -> list[Episode] | None:
+            return await self.episodes_with(
+                rules[name], seeds, context=f"probe {name!r}", max_turns=turns, keep=False
+            )
+
+        names = list(rules)
+        results = await asyncio.gather(*(rate(n, range(first)) for n in names))
+        wins = {n: [e.won for e in r] for n, r in zip(names, results) if r is not None}
+        suspects = [n for n, w in wins.items() if sum(w) > limit * len(w)]
+        more = await asyncio.gather(*(rate(n, range(first, total)) for n in suspects))
+        for name, episodes in zip(suspects, more):
+            if episodes is not None:
+                wins[name] += [e.won for e in episodes]
+        rates = {n: sum(w) / len(w) for n, w in wins.items() if w}
+        self.stats["copy_win_rates"] = {n: r for n, r in rates.items() if r > 0}
+        worst = max(rates, key=lambda n: rates[n], default=None)
+        if worst is not None and rates[worst] > limit:
+            self.failures.append(
+                CheckFailure(
+                    "answer_leak",
+                    f"probe {worst!r} (reply with what the environment showed) wins "
+                    f"{rates[worst]:.0%} of {len(wins[worst])} episodes "
+                    f"(limit {limit:.0%}): the answer is in an observation",
+                )
+            )
+
+    def check_seed_used(self) -> None:
+        """The seed must change the episode: its first observation, what the same replies get,
+        or what `solution()` returns. A hidden secret behind feedback that never names it is
+        told apart from a fixed task by `solution()` only: with no solution, no verdict."""
+        if self.cfg.probe_seeds < 2 or any(f.check == "not_trivial" for f in self.failures):
+            return
+        per_level = [v for v in self.solutions.values() if len(v) > 1]
+        unknown = not per_level or any(json.dumps(None) in v.values() for v in per_level)
+        fixed = [n for n in self.probe_episodes if n not in ("random", "spray")]
+        if not fixed:
+            return
+        for name in fixed:
+            if len({json.dumps(e.transcript()) for e in self.probe_episodes[name]}) > 1:
+                return
+        if any(len(set(v.values())) > 1 for v in per_level):
+            return
+        if unknown:
+            self.warn(
+                "seed_used",
+                f"{self.cfg.probe_seeds} seeds gave the same episode and there is no solution() "
+                "to tell a hidden secret from a fixed task",
+            )
+            return
+        self.failures.append(
+            CheckFailure(
+                "seed_used",
+                f"{self.cfg.probe_seeds} seeds gave the same episode (first observation, the "
+                "probes' transcripts and the solution): reset() ignores its seed, so there is "
+                "one task to memorise",
+            )
+        )
+
     async def solution_for(self, seed: int, kwargs: dict[str, Any]) -> list[str] | str | None:
         """The replayable solution at `seed`, None if not replayable, or an error reason."""
         try:
@@ -308,7 +429,10 @@ class _Run:
             )
             try:
                 await session.reset(seed)
-                return replayable(await session.solution(), self.kind)
+                value = await session.solution()
+                key = json.dumps(kwargs, sort_keys=True)
+                self.solutions.setdefault(key, {})[seed] = json.dumps(value, default=repr)
+                return replayable(value, self.kind)
             finally:
                 await session.close()
         except SandboxError as err:
@@ -327,6 +451,7 @@ class _Run:
                     return
                 if replies is None:
                     self.stats["solution"] = "not replayable (skipped)"
+                    self.warn("solution_replay", "solution() is not replayable: solvable skipped")
                     return
                 assert isinstance(replies, list)
                 episodes = await self.episodes_with(
@@ -372,7 +497,7 @@ class _Run:
             return f"load in a fresh interpreter: {err.message}"
         out: list[Any] = []
         try:
-            probe = probe_policies(self.kind)["random"]
+            probe = blind_probes(self.kind)["random"]
             for seed in self.cfg.determinism_seeds:
                 await session.reset(seed)
                 out.append(
@@ -427,12 +552,16 @@ async def validate(
     run = _Run(program, sandbox, cfg)
     if await run.check_load():
         await asyncio.gather(run.check_not_trivial(), run.check_solvable())
+        await run.check_no_answer_leak()
+        run.check_seed_used()
         run.check_termination()
         # a program already failing at runtime would fail here too, under a misleading name
         if not any(f.check in ("resource", "load", "contract", "exception") for f in run.failures):
             await run.check_determinism()
     failures.extend(run.failures)
     stats = dict(run.stats, seconds=round(time.perf_counter() - started, 3))
+    if run.warnings:
+        stats["warnings"] = run.warnings
     return Verdict(program.env_id, not failures, tuple(failures), stats)
 
 

@@ -28,6 +28,11 @@ from spade.sandbox import SandboxConfig
 from spade.types import GAME_SKILLS, Verdict
 from spade.validate import ValidatorConfig
 
+NO_COPY = (0, 0)
+"""`ValidatorConfig.copy_seeds` for the loop tests: their scripted Agent wins MAGIC_ENV by reading
+the number the question shows, which the copy probes (`answer_leak`) rightly reject; the loop's
+tests are about the loop (tests/test_validate.py holds the validator to them)."""
+
 MAGIC_ENV = '''"""Answer with the number you are given.
 
 skill: Mathematical Reasoning
@@ -135,7 +140,7 @@ def small_config(run_dir: Path, iterations: int = 4, **overrides: object) -> Tra
         ),
         play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
         sandbox=SandboxConfig(warm_workers=2),
-        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1),
+        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, copy_seeds=NO_COPY),
     )
     return dataclasses.replace(cfg, **overrides)  # type: ignore[arg-type]
 

@@ -24,8 +24,16 @@ from spade.types import CheckFailure, env_id_of
 from spade.validate import ValidatorConfig, shingles
 
 SKILL = "Magic Numbers"
-ALPHA = designer_reply(loopkit.MAGIC_ENV.replace("MagicEnv", "AlphaEnv"), "First line.")
-BETA = designer_reply(loopkit.MAGIC_ENV.replace("MagicEnv", "BetaEnv"), "First line.")
+# MagicEnv asks for the number it shows, which the validator rejects as a leak (answer_leak):
+# the designs here ask for that number plus one
+PLUS_ONE = (
+    loopkit.MAGIC_ENV.replace("the number {self.target}.", "the number {self.target} plus one.")
+    .replace("== self.target:", "== self.target + 1:")
+    .replace("boxed{{{self.target}}}", "boxed{{{self.target + 1}}}")
+)
+assert PLUS_ONE.count("+ 1") == 2 and "plus one" in PLUS_ONE
+ALPHA = designer_reply(PLUS_ONE.replace("MagicEnv", "AlphaEnv"), "First line.")
+BETA = designer_reply(PLUS_ONE.replace("MagicEnv", "BetaEnv"), "First line.")
 GARBAGE = "no code here"
 LOOSE = ValidatorConfig(probe_seeds=1, solution_seeds=1, near_duplicate_threshold=1.01)
 
@@ -271,13 +279,13 @@ def test_a_copy_of_a_training_program_is_refused_unrun(env) -> None:
     strict = dataclasses.replace(
         _request(1, training=training), validator=ValidatorConfig(probe_seeds=1, solution_seeds=1)
     )
-    gamma = designer_reply(loopkit.MAGIC_ENV.replace("MagicEnv", "GammaEnv"), "First line.")
+    gamma = designer_reply(PLUS_ONE.replace("MagicEnv", "GammaEnv"), "First line.")
     (refused,) = design_and_admit(
         Batches([[gamma]]), sandbox, pool, loop.run_until_complete, strict
     )
     assert [f.check for f in refused.failures] == ["training_copy"]
     # without a training set nothing is compared, and no similarity is kept
-    delta = designer_reply(loopkit.MAGIC_ENV.replace("MagicEnv", "DeltaEnv"), "First line.")
+    delta = designer_reply(PLUS_ONE.replace("MagicEnv", "DeltaEnv"), "First line.")
     (plain,) = design_and_admit(
         Batches([[delta]]), sandbox, pool, loop.run_until_complete, _request(1)
     )

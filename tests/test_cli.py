@@ -64,6 +64,7 @@ def test_validate_json_lines_mixed_dir(tmp_path: Path) -> None:
         "good_tool_prose.py",
         "bad_syntax.py",
         "bad_always_wins.py",
+        "bad_answer_in_question.py",
     )
     result = spade("validate", "--json", envs, "--probe-seeds", "2")  # fewer probe episodes: faster
     assert result.returncode == 1, result.stderr
@@ -73,6 +74,7 @@ def test_validate_json_lines_mixed_dir(tmp_path: Path) -> None:
         "good_tool_prose.py",
         "bad_syntax.py",
         "bad_always_wins.py",
+        "bad_answer_in_question.py",
     }  # exactly one line per environment
     for name, row in by_name.items():
         assert {"path", "env_id", "admitted", "failures"} <= set(row)
@@ -80,6 +82,12 @@ def test_validate_json_lines_mixed_dir(tmp_path: Path) -> None:
         assert len(row["env_id"]) == 64
         for failure in row["failures"]:
             assert set(failure) == {"check", "reason"} and failure["reason"]
+        # the report: every failure as an error row with its stable name and RFC 008 counterpart
+        errors = [c for c in row["checks"] if c["severity"] == "error"]
+        assert [(c["check"], c["reason"]) for c in errors] == [
+            (f["check"], f["reason"]) for f in row["failures"]
+        ]
+        assert all(set(c) == {"check", "severity", "rfc008", "reason"} for c in row["checks"])
     assert by_name["good_guess.py"]["admitted"] is True
     assert by_name["good_guess.py"]["failures"] == []
     assert by_name["good_guess.py"]["skill"] == "Mathematical Reasoning"
@@ -87,6 +95,11 @@ def test_validate_json_lines_mixed_dir(tmp_path: Path) -> None:
     assert by_name["bad_syntax.py"]["admitted"] is False
     assert [f["check"] for f in by_name["bad_syntax.py"]["failures"]] == ["parse"]
     assert {f["check"] for f in by_name["bad_always_wins.py"]["failures"]} == {"not_trivial"}
+    (leak,) = by_name["bad_answer_in_question.py"]["checks"]
+    assert (leak["check"], leak["severity"]) == ("answer_leak", "error")
+    assert leak["rfc008"] == "semantic.no_solution_leakage"
+    (prose,) = by_name["good_tool_prose.py"]["checks"]  # admitted with a warning
+    assert (prose["check"], prose["severity"]) == ("solution_replay", "warning")
 
 
 def test_validate_all_admitted_exits_zero(tmp_path: Path) -> None:

@@ -133,7 +133,12 @@ def run(
             plays_per_seed=plays_per_seed,
         ),
         # the three designs differ only in their class name: let them all in
-        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
+        validator=ValidatorConfig(
+            probe_seeds=2,
+            solution_seeds=1,
+            near_duplicate_threshold=1.01,
+            copy_seeds=loopkit.NO_COPY,
+        ),
     )
     summary = train(
         cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print
@@ -628,7 +633,12 @@ def test_the_scale_floor_and_the_clock_reach_the_iteration(tmp_path: Path) -> No
         iterations=2,
         design=dataclasses.replace(design, scale_floor=20.0),
         play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
-        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
+        validator=ValidatorConfig(
+            probe_seeds=2,
+            solution_seeds=1,
+            near_duplicate_threshold=1.01,
+            copy_seeds=loopkit.NO_COPY,
+        ),
     )
     began = time.perf_counter()
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
@@ -697,7 +707,12 @@ def test_plays_are_seeded_per_iteration_and_sampled_as_configured(tmp_path: Path
         iterations=2,
         design=design,
         play=play,
-        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
+        validator=ValidatorConfig(
+            probe_seeds=2,
+            solution_seeds=1,
+            near_duplicate_threshold=1.01,
+            copy_seeds=loopkit.NO_COPY,
+        ),
     )
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
     for it in (1, 2):
@@ -736,7 +751,12 @@ def test_time_is_split_between_sampling_and_environments(tmp_path: Path) -> None
         iterations=1,
         design=design,
         play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
-        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
+        validator=ValidatorConfig(
+            probe_seeds=2,
+            solution_seeds=1,
+            near_duplicate_threshold=1.01,
+            copy_seeds=loopkit.NO_COPY,
+        ),
     )
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
     [m] = metrics_of(tmp_path / "run")

@@ -27,7 +27,7 @@ from spade.types import CheckFailure, Program, Verdict
 
 # Three small games, each valid (probes lose, solution() wins, deterministic) and different enough
 # not to be near-duplicates of each other; reference-format code: `random` and `re` come preloaded.
-ECHO = '''"""Repeat the secret number shown in the prompt."""
+ECHO = '''"""Repeat the secret number shown in the prompt, doubled."""
 
 
 class EchoNumberEnv:
@@ -36,15 +36,15 @@ class EchoNumberEnv:
 
     def reset(self, seed=None):
         self.target = random.Random(seed).randint(200, 999)
-        return f"Reply \\\\boxed{{n}} with n = {self.target}.", {}
+        return f"Reply \\\\boxed{{n}} with n = {self.target} doubled.", {}
 
     def step(self, action):
         m = re.search(r"-?\\d+", action)
-        won = bool(m) and int(m.group()) == self.target
+        won = bool(m) and int(m.group()) == 2 * self.target
         return ("Correct!" if won else "Wrong."), (1.0 if won else 0.0), True, False, {}
 
     def solution(self):
-        return [f"\\\\boxed{{{self.target}}}"]
+        return [f"\\\\boxed{{{2 * self.target}}}"]
 '''
 FIRST_WORD = '''"""Say which of two words comes first alphabetically."""
 

@@ -170,7 +170,12 @@ def _lp_config(run_dir: Path):
             grounding=False,
         ),
         play=PlayConfig(plays_per_env=4, active_envs=4, max_turns=3),
-        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, near_duplicate_threshold=1.01),
+        validator=ValidatorConfig(
+            probe_seeds=2,
+            solution_seeds=1,
+            near_duplicate_threshold=1.01,
+            copy_seeds=loopkit.NO_COPY,
+        ),
     )
 
 

@@ -94,6 +94,8 @@ def test_fixture_folder_is_complete() -> None:
         "termination",
         "duplicate",
         "near_duplicate",
+        "answer_leak",
+        "seed_used",
     }
     assert len(GOOD) >= 2
 
@@ -212,16 +214,42 @@ def test_probe_win_rates_are_reported(verdicts: dict[str, Any]) -> None:
     rates = verdicts["good_guess.py"].stats["probe_win_rates"]
     assert set(rates) == {
         "empty",
+        "constant \\boxed{}",
         "constant \\boxed{1}",
         "constant \\boxed{test}",
         "constant \\boxed{42}",
         "constant \\boxed{0}",
         "constant \\boxed{A}",
         "random",
+        "spray",
     }
     assert all(rate <= 0.25 for rate in rates.values())
     tool_rates = verdicts["good_tool_prose.py"].stats["probe_win_rates"]
     assert "constant <answer>done</answer>" in tool_rates
+
+
+def test_a_question_that_names_its_options_is_not_a_leak(verdicts: dict[str, Any]) -> None:
+    # a fixed position wins about half of a shuffled two-option question: reported, admitted
+    for name in ("good_which_larger.py", "good_even_or_odd.py"):
+        rates = verdicts[name].stats["copy_win_rates"]
+        assert 0.2 <= max(rates.values()) <= 0.75, (name, rates)
+    assert max(verdicts["good_multiple_choice.py"].stats["copy_win_rates"].values()) <= 0.5
+
+
+def test_a_leak_names_the_copy_rule_that_found_it(verdicts: dict[str, Any]) -> None:
+    reasons = {
+        name: [f.reason for f in verdicts[name].failures if f.check == "answer_leak"]
+        for name in (
+            "bad_answer_in_question.py",
+            "bad_sequence_hint.py",
+            "bad_feedback_names_secret.py",
+        )
+    }
+    assert "'copy number -1'" in reasons["bad_answer_in_question.py"][0]  # the last number
+    assert "'copy number 5'" in reasons["bad_sequence_hint.py"][0]  # after four shown terms
+    # the secret is named only in the feedback: the first number of the second observation
+    assert "'copy number 1'" in reasons["bad_feedback_names_secret.py"][0]
+    assert "of 64 episodes" in reasons["bad_answer_in_question.py"][0]  # confirmed on more seeds
 
 
 def test_batch_duplicates_only_count_admitted_programs(verdicts: dict[str, Any]) -> None:
@@ -242,3 +270,22 @@ def test_validate_never_raises_on_unencodable_code() -> None:
 
     verdict = asyncio.run(run())
     assert not verdict.admitted and checks(verdict) == {"parse"}
+
+
+def test_every_check_a_verdict_names_is_a_known_stable_name(verdicts: dict[str, Any]) -> None:
+    from spade.validate import CHECKS
+
+    named = {
+        f.check
+        for v in verdicts.values()
+        for verdict in (v if isinstance(v, list) else [v])
+        for f in verdict.failures
+    }
+    named |= {
+        w["check"]
+        for v in verdicts.values()
+        if isinstance(v, Verdict)
+        for w in v.stats.get("warnings", ())
+    }
+    assert named <= set(CHECKS), named - set(CHECKS)
+    assert {"answer_leak", "seed_used", "not_trivial", "solution_replay"} <= named
