@@ -256,6 +256,10 @@ class TrainConfig:
     Ray cluster at RAY_ADDRESS, or of a local Ray; the `ray` extra). `spade train --sandbox ray`
     sets it."""
     validator: ValidatorConfig = ValidatorConfig(probe_seeds=4, solution_seeds=2)
+    log: tuple[Literal["trackio", "wandb", "tensorboard"], ...] = ()
+    """Experiment trackers that mirror the config and every metrics row (`--log trackio
+    tensorboard`; extras of the same names; `spade.tracking`, docs/tracking.md). A resumed run
+    continues the same tracked runs."""
 
 
 def to_json(config: TrainConfig) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from spade.pool import Pool
 from spade.rewards import make_designer_reward
 from spade.rundir import LoopState, atomic_write_text, checkpoint, restore
 from spade.sandbox import make_sandbox
+from spade.tracking import check_available, open_trackers
 from spade.types import Program, Verdict
 
 MINI_SEED_RENDER_SEED = 4321
@@ -123,6 +124,9 @@ def train(
     for spec in cfg.eval_suites:
         run_evals.split_suite_spec(spec)
     run_evals.check_config(cfg)
+    missing = check_available(cfg.log)  # before minutes of model loading, not after
+    if missing:
+        raise UsageError(missing)
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
         config_io.save(cfg, run_dir / "config.json")
@@ -148,7 +152,11 @@ def train(
             reward_fn.load_state_dict(state.reward_state)
         sandbox = make_sandbox(cfg.sandbox_backend, cfg.sandbox)
         run_async(sandbox.start())
+        trackers = None
         try:
+            trackers = open_trackers(
+                run_dir, cfg.log, config_io.to_json(cfg), lambda: _metrics_rows(run_dir)
+            )
             evals = _read_json(run_dir / "eval.json")
             # the before-cache holds a model folder's outcomes: not after a restored checkpoint
             use_cache = state.iteration == 0
@@ -181,12 +189,16 @@ def train(
                     if hasattr(reward_fn, "state_dict"):
                         state.reward_state = reward_fn.state_dict()
                     checkpoint(run_dir, it, models, state, metrics)
+                    if trackers is not None:
+                        trackers.send([metrics])
                     bar.done(metrics)
             run_evals.heldout_phase(evals, "after", models, sandbox, cfg, run_async, show)
             run_evals.suites_phase(evals, "after", models, cfg, run_async, show)
             for line in run_evals.paired_lines(evals):
                 show(line)
         finally:
+            if trackers is not None:
+                trackers.finish()
             run_async(sandbox.aclose())
             event_loop.close()
             if built:  # an FSDP trainer releases the ranks that follow it
@@ -198,17 +210,20 @@ def train(
                         close()
         summary["eval"] = evals
     summary["peak_rss_mib"] = peak_rss_mib()
-    summary["iterations"] = [
-        json.loads(line)
-        for line in (run_dir / "metrics.jsonl").read_text().splitlines()
-        if line.strip()
-    ]
+    summary["iterations"] = _metrics_rows(run_dir)
     summary["time"] = time_totals(summary["iterations"])  # seconds per phase, whole run
     if "paired" in summary["eval"]:  # per set: before, after, difference and its interval
         summary["paired"] = run_evals.paired_brief(summary["eval"])
     summary["learning_curve"] = run_evals.learning_curve(summary["eval"], summary["iterations"])
     _write_json(run_dir / "summary.json", summary)
     return summary
+
+
+def _metrics_rows(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "metrics.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def peak_rss_mib() -> float:

@@ -327,3 +327,18 @@ def test_every_recipe_names_suites_that_exist() -> None:
             name, level = run_evals.split_suite_spec(spec)
             if name.startswith("reasoning-gym"):  # the default's: built as the run builds it
                 assert suite_programs(name, limit=2, level=level)
+
+
+def test_a_tracked_run_mirrors_every_metrics_row(tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    models, _ = loopkit.scripted_models()
+    _magic_run(tmp_path / "run", models, iterations=2, log=("tensorboard",))
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    assert [(e.step, e.value) for e in events.Scalars("plain_win_rate")] == [
+        (r["iteration"], pytest.approx(r["plain_win_rate"])) for r in rows
+    ]
+    assert "config" in events.Tags()["tensors"]  # the config, as text
