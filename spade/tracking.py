@@ -144,6 +144,7 @@ class Trackers:
 
     def __init__(self, run_dir: Path, names: Iterable[str], config: dict[str, Any]) -> None:
         self.run_dir = run_dir
+        run_dir.mkdir(parents=True, exist_ok=True)
         self.path = run_dir / "tracking.json"
         names = list(dict.fromkeys(names))
         unknown = [n for n in names if n not in TRACKERS]

@@ -341,4 +341,4 @@ def test_a_tracked_run_mirrors_every_metrics_row(tmp_path: Path) -> None:
     assert [(e.step, e.value) for e in events.Scalars("plain_win_rate")] == [
         (r["iteration"], pytest.approx(r["plain_win_rate"])) for r in rows
     ]
-    assert "config" in events.Tags()["tensors"]  # the config, as text
+    assert "config/text_summary" in events.Tags()["tensors"]  # the config, as text
