@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from spade.evaluate import wilson
-from spade.rundir import atomic_write_text
+from spade.rundir import atomic_write_text, read_metrics
 
 ARMS: dict[str, tuple[str, ...]] = {
     "selfplay": (),
@@ -42,19 +42,6 @@ ARMS: dict[str, tuple[str, ...]] = {
 
 def run_name(arm: str, seed: int) -> str:
     return f"{arm}-s{seed}"
-
-
-def _metrics(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "metrics.jsonl"
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue  # a half-written last line
-    return rows
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -75,7 +62,7 @@ def summarise_run(run_dir: Path) -> dict[str, Any] | None:
     if not summary_path.exists():
         return None
     summary = json.loads(summary_path.read_text())
-    metrics = summary.get("iterations") or _metrics(run_dir)
+    metrics = summary.get("iterations") or read_metrics(run_dir / "metrics.jsonl")[0]
     evals = summary.get("eval") or {}
     out: dict[str, Any] = {"run": run_dir.name, "iterations": len(metrics)}
     for when in ("before", "after"):

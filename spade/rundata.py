@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from spade.pool_io import ReadOnlyPool, export_rows
+from spade.rundir import read_metrics
 from spade.validate import shingles
 
 
@@ -54,24 +55,6 @@ class RunData:
             + [e["created_iteration"] for e in self.envs],
             default=1,
         )
-
-
-def read_metrics(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """(one dict per complete line, number of lines skipped)."""
-    if not path.exists():
-        return [], 0
-    rows, skipped = [], 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            skipped += 1
-            continue
-        if isinstance(row, dict) and isinstance(row.get("iteration"), int):
-            rows.append(row)
-    return rows, skipped
 
 
 def _json(path: Path) -> dict[str, Any]:

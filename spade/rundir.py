@@ -43,6 +43,25 @@ def atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def read_metrics(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """metrics.jsonl as (one dict per complete line, number of lines skipped): a run still
+    writing it may have left half a line."""
+    if not path.exists():
+        return [], 0
+    rows, skipped = [], 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            skipped += 1
+            continue
+        if isinstance(row, dict) and isinstance(row.get("iteration"), int):
+            rows.append(row)
+    return rows, skipped
+
+
 def save_state(run_dir: Path, state: LoopState) -> None:
     atomic_write_text(run_dir / "state.json", json.dumps(dataclasses.asdict(state)))
 

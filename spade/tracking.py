@@ -52,9 +52,6 @@ def scalars(row: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-_PACKAGES = {"trackio": "trackio", "wandb": "wandb", "tensorboard": "tensorboard"}
-
-
 def _missing(name: str, package: str) -> RuntimeError:
     return RuntimeError(
         f"--log {name} needs the `{package}` package: pip install 'spade[{name}]' (or {package})"
@@ -63,11 +60,11 @@ def _missing(name: str, package: str) -> RuntimeError:
 
 def check_available(names: Iterable[str]) -> str | None:
     """Why the named trackers cannot start (an unknown name, a package not installed), or None."""
-    for name in names:
-        if name not in _PACKAGES:
+    for name in names:  # each tracker's package has its name
+        if name not in TRACKERS:
             return f"unknown tracker {name!r}; choose from {', '.join(TRACKERS)}"
-        if importlib.util.find_spec(_PACKAGES[name]) is None:
-            return str(_missing(name, _PACKAGES[name]))
+        if importlib.util.find_spec(name) is None:
+            return str(_missing(name, name))
     return None
 
 
@@ -147,9 +144,9 @@ class Trackers:
         run_dir.mkdir(parents=True, exist_ok=True)
         self.path = run_dir / "tracking.json"
         names = list(dict.fromkeys(names))
-        unknown = [n for n in names if n not in TRACKERS]
-        if unknown:
-            raise ValueError(f"unknown tracker {unknown[0]!r}; choose from {', '.join(TRACKERS)}")
+        problem = check_available(names)
+        if problem:
+            raise ValueError(problem)
         state = json.loads(self.path.read_text()) if self.path.exists() else {}
         self.state: dict[str, Any] = {
             "name": state.get("name", run_dir.resolve().name),

@@ -25,7 +25,7 @@ from spade.loop import Models, run_iteration, time_totals
 from spade.models import build_models, fsdp_model_path, resolve_model
 from spade.pool import Pool
 from spade.rewards import make_designer_reward
-from spade.rundir import LoopState, atomic_write_text, checkpoint, restore
+from spade.rundir import LoopState, atomic_write_text, checkpoint, read_metrics, restore
 from spade.sandbox import make_sandbox
 from spade.tracking import check_available, open_trackers
 from spade.types import Program, Verdict
@@ -155,7 +155,10 @@ def train(
         trackers = None
         try:
             trackers = open_trackers(
-                run_dir, cfg.log, config_io.to_json(cfg), lambda: _metrics_rows(run_dir)
+                run_dir,
+                cfg.log,
+                config_io.to_json(cfg),
+                lambda: read_metrics(run_dir / "metrics.jsonl")[0],
             )
             evals = _read_json(run_dir / "eval.json")
             # the before-cache holds a model folder's outcomes: not after a restored checkpoint
@@ -210,20 +213,13 @@ def train(
                         close()
         summary["eval"] = evals
     summary["peak_rss_mib"] = peak_rss_mib()
-    summary["iterations"] = _metrics_rows(run_dir)
+    summary["iterations"] = read_metrics(run_dir / "metrics.jsonl")[0]
     summary["time"] = time_totals(summary["iterations"])  # seconds per phase, whole run
     if "paired" in summary["eval"]:  # per set: before, after, difference and its interval
         summary["paired"] = run_evals.paired_brief(summary["eval"])
     summary["learning_curve"] = run_evals.learning_curve(summary["eval"], summary["iterations"])
     _write_json(run_dir / "summary.json", summary)
     return summary
-
-
-def _metrics_rows(run_dir: Path) -> list[dict[str, Any]]:
-    path = run_dir / "metrics.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def peak_rss_mib() -> float:

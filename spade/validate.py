@@ -353,12 +353,13 @@ class _Run:
         if any(f.check == "not_trivial" for f in self.failures):
             return
         most = self._copy_positions()
-        rules = {
-            name: make
-            for name, make in copy_probes(self.kind).items()
-            if abs(int(name.split()[2])) <= most[name.split()[1]]
-            or name.split()[2] in ("1", "-1")  # a leak may show only after the first reply
-        }
+        rules = {}
+        for name, make in copy_probes(self.kind).items():
+            _copy, token_kind, position = name.split()
+            # past the most tokens seen a rule replies with nothing; positions 1 and -1 always
+            # play, since a leak may show only after the first reply
+            if abs(int(position)) <= most[token_kind] or position in ("1", "-1"):
+                rules[name] = make
         first, total = self.cfg.copy_seeds
         limit = self.cfg.max_copy_win_rate
         turns = min(self.cfg.copy_turns, self.cfg.max_turns)
