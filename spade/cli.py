@@ -29,9 +29,21 @@ def _usage_error(message: str) -> int:
 
 
 def _collect(paths: list[Path]) -> list[Path] | str:
+    """Environment files: files as given; a directory's *.py, or, for a directory exported by
+    `spade pool export --format openenv|verifiers|gem`, only the environments its manifests
+    list (the adapters beside them are not environments)."""
+    from spade.exports.bundle import MANIFEST, BundleError, read_bundle
+
     files: list[Path] = []
     for path in paths:
-        if path.is_dir():
+        manifests = sorted(path.rglob(MANIFEST)) if path.is_dir() else []
+        if manifests:
+            try:
+                bundles = [read_bundle(m.parent) for m in manifests]
+            except BundleError as err:
+                return str(err)
+            files.extend(b.root / e.file for b in bundles for e in b.envs)
+        elif path.is_dir():
             files.extend(sorted(p for p in path.rglob("*.py") if p.is_file()))
         elif path.is_file():
             files.append(path)
@@ -65,6 +77,7 @@ def validate(
     from rich.console import Console
     from rich.progress import Progress
 
+    from spade.exports.gem_import import sandbox_config_for
     from spade.sandbox import make_sandbox
     from spade.validate import ValidatorConfig, report_row, validate_many
 
@@ -81,7 +94,8 @@ def validate(
 
     async def run() -> list[bool]:
         admitted: list[bool] = []
-        envs = await make_sandbox(sandbox).start()
+        config = sandbox_config_for(p.code for p in programs + pool_programs)
+        envs = await make_sandbox(sandbox, config).start()
         try:
             with Progress(console=console, transient=True, disable=json_lines) as progress:
                 task = progress.add_task("validating", total=len(programs))

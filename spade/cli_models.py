@@ -370,6 +370,7 @@ def design_cmd(
     form: Literal["compact", "full"] | None = None,
     seed: int = 0,
     sandbox: Literal["local", "ray"] = "local",
+    format: Literal["reference", "openenv", "verifiers", "gem"] = "reference",
 ) -> int:
     """Synthesise and validate a pool of environments with any backend (no training).
 
@@ -398,6 +399,8 @@ def design_cmd(
             `GameEnv`) or `full` (the whole contract); default: the recipe's (compact).
         seed: Seeds every random choice.
         sandbox: Where candidates are validated: `local` or `ray` (see `spade eval --help`).
+        format: Also package the admitted environments as OUT/<format> for another trainer:
+            `openenv`, `verifiers` or `gem` (as `spade pool export --format`; docs/exports.md).
     """
     from rich.progress import Progress
 
@@ -416,6 +419,7 @@ def design_cmd(
     rotation = SkillRotation(skills, min(3, len(skills)))
     documents = bundled.grounding_documents()
     admitted = 0
+    programs: list[Program] = []
     with Pool(out / "pool.sqlite") as pool, Progress(console=console) as progress:
         task = progress.add_task("designing", total=count)
         loop = asyncio.new_event_loop()
@@ -445,6 +449,7 @@ def design_cmd(
                         if o.admitted and a.program is not None:
                             name = f"game_{rnd:05d}_{a.attempt_index:03d}_{skill_slug(a.skill)}.py"
                             (out / name).write_text(standalone(a.program.code))
+                            programs.append(a.program)
                             admitted += 1
                             progress.advance(task)
                         log.write(json.dumps(_attempt_line(rnd, o)) + "\n")
@@ -454,6 +459,12 @@ def design_cmd(
             loop.run_until_complete(envs.aclose())
             loop.close()
     console.print(f"{admitted} environments admitted into {out}")
+    if format != "reference" and programs:
+        from spade.cli_pool import package_name
+        from spade.exports import export
+
+        export(programs, out / format, format, package_name(out))
+        console.print(f"packaged for {format} in {out / format} (docs/exports.md)")
     return 0 if admitted >= count else 1
 
 

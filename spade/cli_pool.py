@@ -109,17 +109,25 @@ class Show:
 
 @dataclasses.dataclass(frozen=True)
 class Export:
-    """Write one row per environment (code, env_id, sha256, skill, hint, verdict, win rates,
-    regret, provenance) as JSONL or Parquet, loadable with `datasets.load_dataset`."""
+    """Write the pool as a table (one row per environment: code, env_id, sha256, skill, hint,
+    verdict, win rates, regret, provenance; JSONL or Parquet, loadable with
+    `datasets.load_dataset`), or its admitted environments as a package another trainer loads:
+    `--format openenv` (an OpenEnv environment: manifest, server, client), `verifiers` (a
+    verifiers.v1 taskset package) or `gem` (a package registering GEM ids). The packages play
+    the programs in spade's sandbox, never in the trainer's interpreter (docs/exports.md)."""
 
     pool: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="POOL")]
     """Run directory or pool.sqlite."""
     out: Path
-    """Output file."""
-    format: Literal["parquet", "jsonl"] | None = None
-    """File format (default: from the suffix of --out; Parquet needs pyarrow)."""
+    """Output file (table formats) or directory (openenv, verifiers, gem)."""
+    format: Literal["parquet", "jsonl", "openenv", "verifiers", "gem"] | None = None
+    """Format (default: from the suffix of --out, parquet or jsonl; Parquet needs pyarrow)."""
     admitted_only: bool = False
-    """Leave out rejected programs."""
+    """Leave out rejected programs (always, for the package formats)."""
+    name: str | None = None
+    """Package name for openenv, verifiers and gem (default: from the --out directory's name)."""
+    max_turns: int = 25
+    """Turn cap of an episode in the package formats (a game's own lower cap still applies)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,10 +135,12 @@ class Import:
     """Validate environments in the sandbox and add the admitted ones to a pool.
 
     SRC is a directory of environment files (reference names game_<iter>_<idx>_<skill>.py give
-    the skill), one .py file, or a .jsonl / .parquet export. Exit status 1 if any is rejected."""
+    the skill), one .py file (a GEM environment file too), a .jsonl / .parquet export, a package
+    written by `spade pool export --format`, or `gem:<id>` for a registered GEM environment
+    (docs/exports.md). Exit status 1 if any is rejected."""
 
     src: Annotated[Path, tyro.conf.Positional, tyro.conf.arg(metavar="SRC")]
-    """Directory, .py file, or export file."""
+    """Directory, .py file, export file, exported package, or gem:<id>."""
     into: Path
     """Run directory or pool.sqlite to add to (created if missing)."""
     iteration: int = 0
@@ -141,6 +151,8 @@ class Import:
     """Environments validated at once."""
     probe_seeds: int = 8
     """Seeds each probe policy (empty, constant, random replies) plays."""
+    skill: str | None = None
+    """Skill of the environments that name none (GEM environments do not)."""
 
 
 def pool(
@@ -297,6 +309,8 @@ def pool_show(cmd: Show) -> int:
 def pool_export(cmd: Export) -> int:
     from spade.pool_io import ReadOnlyPool, export_rows, write_export
 
+    if cmd.format in ("openenv", "verifiers", "gem"):
+        return _export_package(cmd, cmd.format)
     fmt = cmd.format or ("parquet" if cmd.out.suffix == ".parquet" else "jsonl")
     if fmt == "parquet":
         try:
@@ -309,18 +323,51 @@ def pool_export(cmd: Export) -> int:
     return EXIT_OK
 
 
+def package_name(out: Path) -> str:
+    """A package name from a directory name: `My Envs-2` -> `my_envs_2`."""
+    import re
+
+    name = re.sub(r"[^a-z0-9_]+", "_", out.resolve().name.lower()).strip("_")
+    return name if name[:1].isalpha() else f"spade_{name}".rstrip("_")
+
+
+def _export_package(cmd: Export, fmt: Literal["openenv", "verifiers", "gem"]) -> int:
+    from spade.exports import BundleError, export
+    from spade.pool_io import ReadOnlyPool, export_rows
+    from spade.types import Program
+
+    if cmd.out.exists() and not cmd.out.is_dir():
+        return _usage_error(f"--out {cmd.out} is a file: the {fmt} format writes a directory")
+    with ReadOnlyPool(cmd.pool) as p:
+        programs = [
+            Program.from_code(r["code"], source=r["source"], hint=r["hint"], skill=r["skill"])
+            for r in export_rows(p, admitted_only=True)
+        ]
+    try:
+        bundle = export(programs, cmd.out, fmt, cmd.name or package_name(cmd.out), cmd.max_turns)
+    except BundleError as err:
+        return _usage_error(str(err))
+    print(
+        f"wrote {len(programs)} environments to {cmd.out} ({fmt}; bundle in {bundle})",
+        file=sys.stderr,
+    )
+    return EXIT_OK
+
+
 def pool_import(cmd: Import) -> int:
     import asyncio
 
     from rich.console import Console
     from rich.markup import escape
 
+    from spade.exports.gem_import import sandbox_config_for
     from spade.pool import Pool
     from spade.pool_io import ImportResult, import_candidates, pool_path, read_source
     from spade.sandbox import Sandbox
     from spade.validate import ValidatorConfig
 
-    if not cmd.src.exists():
+    gem_id = str(cmd.src)[4:] if str(cmd.src).startswith("gem:") else None
+    if gem_id is None and not cmd.src.exists():
         return _usage_error(f"no such file or directory: {cmd.src}")
     if cmd.src.suffix == ".parquet":
         try:
@@ -328,11 +375,24 @@ def pool_import(cmd: Import) -> int:
         except ImportError:
             return _usage_error("reading Parquet needs pyarrow: pip install 'spade-rl[hf]'")
     try:
-        candidates = read_source(cmd.src)
-    except ValueError as err:  # not JSON Lines / Parquet, or a row without code
+        if gem_id is not None:
+            from spade.exports.gem_import import gem_id_program
+            from spade.pool_io import Candidate
+
+            candidates = [Candidate(gem_id_program(gem_id, cmd.skill or ""), str(cmd.src))]
+        else:
+            candidates = read_source(cmd.src)
+    except ValueError as err:  # not JSON Lines / Parquet, a row without code, an unknown id
         return _usage_error(f"{cmd.src}: {err}")
     if not candidates:
         return _usage_error(f"no environments in {cmd.src}")
+    if cmd.skill:
+        candidates = [
+            c
+            if c.program.skill
+            else dataclasses.replace(c, program=dataclasses.replace(c.program, skill=cmd.skill))
+            for c in candidates
+        ]
     console = Console(stderr=True, highlight=False)
 
     def show(result: ImportResult) -> None:
@@ -347,7 +407,8 @@ def pool_import(cmd: Import) -> int:
 
     async def run() -> list[ImportResult]:
         with Pool(pool_path(cmd.into)) as target:
-            async with Sandbox() as sandbox:
+            config = sandbox_config_for(c.program.code for c in candidates)
+            async with Sandbox(config) as sandbox:
                 return await import_candidates(
                     candidates,
                     target,

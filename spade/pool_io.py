@@ -257,8 +257,15 @@ def candidate_from_row(row: Mapping[str, Any], origin: str) -> Candidate:
 
 def read_source(src: str | Path) -> list[Candidate]:
     """A directory of environment files (reference `game_<iter>_<idx>_<skill>.py` names give
-    the skill), one .py file, or a .jsonl / .parquet export."""
+    the skill), one .py file, a .jsonl / .parquet export, or a directory exported as an
+    OpenEnv, verifiers or GEM package (the environments its manifest lists; BundleError if a
+    file changed since)."""
+    from spade.exports.bundle import MANIFEST, bundle_programs, read_bundle
+
     src = Path(src)
+    if src.is_dir() and (manifests := sorted(src.rglob(MANIFEST))):  # one of our packages
+        programs = [p for m in manifests for p in bundle_programs(read_bundle(m.parent))]
+        return [Candidate(p, p.source) for p in programs]
     if src.is_dir():
         files = sorted(p for p in src.rglob("*.py") if p.is_file())
         return [Candidate(Program.from_file(f), str(f)) for f in files]

@@ -199,6 +199,8 @@ def test_design_records_every_attempt(cache: Path, tmp_path: Path) -> None:
         "48",
         "--skills",
         "Logical Deduction",
+        "--format",
+        "gem",
     )
     # an untrained 1M-parameter model writes no valid environment: exit 1, every attempt logged
     assert result.returncode in (0, 1), result.stderr[-2000:]
@@ -210,6 +212,8 @@ def test_design_records_every_attempt(cache: Path, tmp_path: Path) -> None:
         verdict = attempt["verdict"]
         assert attempt["admitted"] or attempt["error"] or (verdict and verdict["failures"])
     assert (out / "pool.sqlite").is_file()
+    admitted = sum(a["admitted"] for a in attempts)
+    assert (out / "gem" / "designed" / "spade_envs.json").is_file() == (admitted > 0)
 
 
 def test_eval_prints_json_and_a_table(cache: Path, run_dir: Path) -> None:
