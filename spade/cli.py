@@ -32,16 +32,15 @@ def _collect(paths: list[Path]) -> list[Path] | str:
     """Environment files: files as given; a directory's *.py, or, for a directory exported by
     `spade pool export --format openenv|verifiers|gem`, only the environments its manifests
     list (the adapters beside them are not environments)."""
-    from spade.exports.bundle import MANIFEST, BundleError, read_bundle
+    from spade.exports.bundle import BundleError, bundles_under
 
     files: list[Path] = []
     for path in paths:
-        manifests = sorted(path.rglob(MANIFEST)) if path.is_dir() else []
-        if manifests:
-            try:
-                bundles = [read_bundle(m.parent) for m in manifests]
-            except BundleError as err:
-                return str(err)
+        try:
+            bundles = bundles_under(path) if path.is_dir() else []
+        except BundleError as err:
+            return str(err)
+        if bundles:
             files.extend(b.root / e.file for b in bundles for e in b.envs)
         elif path.is_dir():
             files.extend(sorted(p for p in path.rglob("*.py") if p.is_file()))

@@ -460,8 +460,8 @@ def design_cmd(
             loop.close()
     console.print(f"{admitted} environments admitted into {out}")
     if format != "reference" and programs:
-        from spade.cli_pool import package_name
         from spade.exports import export
+        from spade.exports.bundle import package_name
 
         export(programs, out / format, format, package_name(out))
         console.print(f"packaged for {format} in {out / format} (docs/exports.md)")

@@ -323,16 +323,9 @@ def pool_export(cmd: Export) -> int:
     return EXIT_OK
 
 
-def package_name(out: Path) -> str:
-    """A package name from a directory name: `My Envs-2` -> `my_envs_2`."""
-    import re
-
-    name = re.sub(r"[^a-z0-9_]+", "_", out.resolve().name.lower()).strip("_")
-    return name if name[:1].isalpha() else f"spade_{name}".rstrip("_")
-
-
 def _export_package(cmd: Export, fmt: Literal["openenv", "verifiers", "gem"]) -> int:
     from spade.exports import BundleError, export
+    from spade.exports.bundle import package_name
     from spade.pool_io import ReadOnlyPool, export_rows
     from spade.types import Program
 

@@ -260,12 +260,11 @@ def read_source(src: str | Path) -> list[Candidate]:
     the skill), one .py file, a .jsonl / .parquet export, or a directory exported as an
     OpenEnv, verifiers or GEM package (the environments its manifest lists; BundleError if a
     file changed since)."""
-    from spade.exports.bundle import MANIFEST, bundle_programs, read_bundle
+    from spade.exports.bundle import bundle_programs, bundles_under
 
     src = Path(src)
-    if src.is_dir() and (manifests := sorted(src.rglob(MANIFEST))):  # one of our packages
-        programs = [p for m in manifests for p in bundle_programs(read_bundle(m.parent))]
-        return [Candidate(p, p.source) for p in programs]
+    if src.is_dir() and (bundles := bundles_under(src)):  # one of our packages
+        return [Candidate(p, p.source) for b in bundles for p in bundle_programs(b)]
     if src.is_dir():
         files = sorted(p for p in src.rglob("*.py") if p.is_file())
         return [Candidate(Program.from_file(f), str(f)) for f in files]

@@ -165,6 +165,18 @@ def read_bundle(directory: str | Path) -> Bundle:
     return Bundle(root, check_name(str(raw.get("name", ""))), max_turns, tuple(envs), code)
 
 
+def bundles_under(directory: Path) -> list[Bundle]:
+    """Every bundle in `directory` or below it (an exported package), read and checked; [] for
+    a directory that holds none."""
+    return [read_bundle(m.parent) for m in sorted(directory.rglob(MANIFEST))]
+
+
+def package_name(out: Path) -> str:
+    """A package name from a directory name: `My Envs-2` -> `my_envs_2`."""
+    name = re.sub(r"[^a-z0-9_]+", "_", out.resolve().name.lower()).strip("_")
+    return name if name[:1].isalpha() else f"spade_{name}".rstrip("_")
+
+
 def bundle_programs(bundle: Bundle) -> list[Program]:
     """The bundle's environments as programs (for `spade validate` and `spade pool import`)."""
     return [

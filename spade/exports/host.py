@@ -132,7 +132,6 @@ class SyncHost:
 
     def __init__(self, bundle: Bundle | str | Path) -> None:
         self.host = EnvHost(bundle)
-        self.bundle = self.host.bundle
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="spade-sandbox", daemon=True

@@ -10,9 +10,8 @@ import pytest
 import tyro
 
 from spade.cli import main
-from spade.cli_pool import package_name
 from spade.cli_pool import pool as pool_command
-from spade.exports.bundle import read_bundle
+from spade.exports.bundle import package_name, read_bundle
 from spade.pool import Pool
 from spade.types import CheckFailure, Program, Verdict
 

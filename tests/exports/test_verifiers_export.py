@@ -1,14 +1,14 @@
 """A bundle exported as a verifiers (0.4) package: loaded with `vf.load_environment` and played
 by verifiers' own Agent stack (its `null` chat harness in a local process, the model a fake
 OpenAI server speaking the streaming chat API with scripted replies); the programs run in the
-sandbox. Needs `uv` (verifiers runs its chat program with it) and PyPI the first time."""
+sandbox. Needs `uv` (in the `verifiers` extra: verifiers runs its chat program with it) and
+PyPI the first time."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
 import json
-import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -22,7 +22,6 @@ from spade.exports import export
 from spade.types import Program
 
 vf = pytest.importorskip("verifiers.v1")
-pytestmark = pytest.mark.skipif(shutil.which("uv") is None, reason="verifiers needs uv")
 
 
 class ScriptedModel:
