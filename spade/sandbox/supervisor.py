@@ -28,6 +28,7 @@ Where a layer is unavailable on a host, the sandbox runs with the layers it has 
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import dataclasses
@@ -66,6 +67,26 @@ DEFAULT_PRELOAD = (
     "unicodedata zlib secrets calendar graphlib csv _strptime locale fnmatch queue threading "
     "traceback numpy math_verify"
 ).split()
+
+
+def strict_preload(preload: tuple[str, ...], code: str) -> tuple[str, ...]:
+    """What a fresh interpreter for `code` imports before isolation: the standard library and
+    numpy (the namespace has `np`) always, other packages only if the program imports them.
+    The zygote imports everything once for all its forks; a fresh interpreter serves one
+    program, and math_verify alone made it start 3x slower (0.13 s -> 0.40 s, AMD EPYC), for
+    every determinism replay of every program. Code that does not parse keeps the full list."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return preload
+    imported = {"numpy"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            imported.add(node.module.split(".")[0])
+    keep = sys.stdlib_module_names | imported
+    return tuple(m for m in preload if m.split(".")[0] in keep)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -533,7 +554,9 @@ class Sandbox:
         self._refill: asyncio.Future[None] | None = None
         self._spawn_gate = asyncio.Semaphore(SPAWNS_IN_FLIGHT)
 
-    def _worker_config(self, scratch_root: str) -> dict[str, Any]:
+    def _worker_config(
+        self, scratch_root: str, preload: tuple[str, ...] | None = None
+    ) -> dict[str, Any]:
         c = self.config
         return {
             "scratch_root": scratch_root,
@@ -549,7 +572,7 @@ class Sandbox:
             "max_frame": 64 << 20,  # requests carry code; they come from us
             "read_paths": _read_paths(),
             "sys_path": _sys_path(),
-            "preload": list(c.preload),
+            "preload": list(c.preload if preload is None else preload),
             "parent_pid": os.getpid(),  # the zygote and strict workers die with this process
         }
 
@@ -672,7 +695,7 @@ class Sandbox:
             else:
                 await candidate.close()
         if session is None:
-            session = await self._new_session(strict, hash_seed)
+            session = await self._new_session(strict, hash_seed, code)
         if not strict and self.config.warm_workers and self._refill is None:
             self._refill = asyncio.ensure_future(self._refill_idle())
         session.env_seconds = 0.0  # the episode budget starts now, not at the fork
@@ -683,14 +706,15 @@ class Sandbox:
             raise
         return session
 
-    async def _new_session(self, strict: bool, hash_seed: int) -> Session:
+    async def _new_session(self, strict: bool, hash_seed: int, code: str = "") -> Session:
         session = Session(self, self.config)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         out_r, out_w = os.pipe()
         try:
             if strict:
-                self._spawn_strict(session, hash_seed, req_r, rep_w, out_w)
+                preload = strict_preload(self.config.preload, code)
+                self._spawn_strict(session, hash_seed, preload, req_r, rep_w, out_w)
             else:
                 await self._spawn_forked(session, req_r, rep_w, out_w)
         except BaseException:
@@ -737,12 +761,18 @@ class Sandbox:
         self._by_pid[session.pid] = session
 
     def _spawn_strict(
-        self, session: Session, hash_seed: int, req_r: int, rep_w: int, out_w: int
+        self,
+        session: Session,
+        hash_seed: int,
+        preload: tuple[str, ...],
+        req_r: int,
+        rep_w: int,
+        out_w: int,
     ) -> None:
         # inside the scratch root: if this process dies, the zygote removes it with the rest
         session._scratch = tempfile.mkdtemp(prefix="spade-strict-", dir=self._scratch_root)
         os.chmod(session._scratch, 0o711)
-        cfg = json.dumps(self._worker_config(session._scratch))
+        cfg = json.dumps(self._worker_config(session._scratch, preload))
         proc = subprocess.Popen(
             [
                 sys.executable,
