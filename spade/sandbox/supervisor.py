@@ -684,7 +684,8 @@ class Sandbox:
         """Start a worker and load `code` into it; returns a live session.
 
         `strict=True` uses a fresh interpreter (with `PYTHONHASHSEED=hash_seed`) instead of a
-        fork of the zygote: slower, but nothing is shared with other sessions.
+        fork of the zygote: slower, but nothing is shared with other sessions; it preloads what
+        `strict_preload` keeps for `code`.
         Raises SandboxError if the file cannot be executed or its environment constructed.
         """
         session: Session | None = None
