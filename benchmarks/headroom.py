@@ -3,7 +3,7 @@
     python benchmarks/headroom.py --model WARM_START_FOLDER                  # near set, k=8
     python benchmarks/headroom.py --model DIR --sets near far --k 16 --show 3
 
-Each item of the near (and far) set of `spade.evalsets` is played once greedily and `--k` times at
+Each item of the near (and far) set of `spade.evals.sets` is played once greedily and `--k` times at
 `--temperature` (episode seed 0, the evaluation's; sampling seeds fixed), in the real sandbox.
 An item the greedy Agent loses but some sample wins is headroom a policy-gradient update can
 reach (it raises the probability of replies it sees rewarded); an item no sample wins is out of
@@ -26,11 +26,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from spade import evalsets
 from spade.backends.base import SamplingParams
 from spade.backends.local import LocalBackend, LocalConfig
-from spade.rollout import PlayRequest, play
+from spade.evals import sets as evalsets
 from spade.sandbox import Sandbox, SandboxConfig
+from spade.selfplay.rollout import PlayRequest, play
 
 
 def cpu_name() -> str:

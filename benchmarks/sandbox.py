@@ -18,7 +18,7 @@ measured in this one run:
 Rows: episode start (load + reset: worker start, code execution, construction, first
 observation), step round trip, end-to-end steps/s (each episode's start and close included) with
 one session at a time and with 16 at once, and validations per minute. Validation is
-`spade.validate.validate` for (a); (b) and (c) run a reduced check built from the same episodes
+`spade.envs.validate.validate` for (a); (b) and (c) run a reduced check built from the same episodes
 (static checks, the 9 blind probe policies x 8 seeds, solution replay at 4 seeds, termination,
 determinism seeds replayed twice) without the sandbox's fresh-interpreter PYTHONHASHSEED variation,
 the copy probes (`answer_leak`; `benchmarks/validator_cost.py` measures them) or any resource
@@ -46,11 +46,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from spade.episode import replay
-from spade.probes import blind_probes
+from spade.envs.episode import replay
+from spade.envs.probes import blind_probes
+from spade.envs.validate import STATIC_CHECKS, ValidatorConfig, validate
 from spade.sandbox import Sandbox, SandboxConfig, runtime
 from spade.types import Program
-from spade.validate import STATIC_CHECKS, ValidatorConfig, validate
 
 MAX_TURNS = 25
 CONCURRENCY = 16
@@ -468,7 +468,7 @@ def render(r: dict[str, Any], episodes: int, wall_s: float) -> None:
         f"[1] (a) asyncio.gather over {CONCURRENCY} sessions; (b) sequential: {CONCURRENCY} live "
         f"envs stepped round-robin in one thread; (c) {CONCURRENCY} concurrent processes. Steps/s "
         "rows are end to end: each episode's start and close are included.\n"
-        "[2] (a) spade.validate.validate (fresh interpreters for determinism, sequential); "
+        "[2] (a) spade.envs.validate.validate (fresh interpreters for determinism, sequential); "
         "(b), (c) a reduced check on the same episodes (static checks, 7 probes x 8 seeds, "
         "solution at 4 seeds, termination, determinism seeds replayed twice by the same "
         "executor); (c) 8 processes at a time.\n"

@@ -2,11 +2,11 @@
 
     python benchmarks/selfplay.py --out runs/replication --seeds 0 1 2 [-- extra spade train flags]
 
-Runs `spade train` once per (arm, seed) in a child process (arms in `spade.experiment.ARMS`),
+Runs `spade train` once per (arm, seed) in a child process (arms in `spade.report.experiment.ARMS`),
 skipping runs that already finished and resuming ones that were killed, so the whole experiment
-can be stopped and restarted. Then prints the table (`spade.experiment.markdown_table`), writes
-`OUT/experiment.json` and `OUT/table.md`; `spade report OUT` plots it. Every arm gets the same
-recipe, iterations, plain plays per iteration and update budget; the table shows the Agent
+can be stopped and restarted. Then prints the table (`spade.report.experiment.markdown_table`),
+writes `OUT/experiment.json` and `OUT/table.md`; `spade report OUT` plots it. Every arm gets the
+same recipe, iterations, plain plays per iteration and update budget; the table shows the Agent
 episodes and update tokens each arm actually used, so "equal compute" can be checked.
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spade.experiment import ARMS, aggregate, markdown_table, run_name  # noqa: E402
+from spade.report.experiment import ARMS, aggregate, markdown_table, run_name  # noqa: E402
 
 
 def main() -> int:

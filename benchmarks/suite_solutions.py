@@ -12,10 +12,10 @@ import asyncio
 import json
 import time
 
-from spade.evaluate import evaluate_solutions
+from spade.evals.suites import suite_programs, suite_sandbox_config
+from spade.evals.suites.rgym import datasets
+from spade.evals.winrate import evaluate_solutions
 from spade.sandbox import Sandbox
-from spade.suites import suite_programs, suite_sandbox_config
-from spade.suites.rgym import datasets
 
 
 def main() -> None:
@@ -26,7 +26,7 @@ def main() -> None:
     args = parser.parse_args()
     from reasoning_gym import factory
 
-    from spade.suites.rgym import NO_REFERENCE
+    from spade.evals.suites.rgym import NO_REFERENCE
 
     rows = []
 

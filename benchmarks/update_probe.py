@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from spade.backends.base import PPOConfig, Sample, SamplingParams, episode_sample
 from spade.backends.local import LocalBackend, LocalConfig
 from spade.rewards import group_advantages
-from spade.rollout import PlayRequest, Rollout, play
 from spade.sandbox import Sandbox
+from spade.selfplay.rollout import PlayRequest, Rollout, play
 from spade.templates.mini import MINI_EVAL_FAMILIES, MINI_FAMILIES, render_mini
 from spade.types import Program
 
@@ -50,7 +50,7 @@ def environments(count: int, seed: int, kind: str = "questions") -> list[Program
     turn (`questions`, what the default run's pool is seeded with; each seed draws another
     question), or distinct mini programs of the trained mini families (`mini`)."""
     if kind == "questions":
-        from spade import questions
+        from spade.templates import questions
 
         names = sorted(questions.TRAIN_FAMILIES)
         return [

@@ -3,7 +3,7 @@
     python benchmarks/validator_cost.py [--rounds 2] [--questions]
 
 Validates every bundled environment (seeds and held-out), and with `--questions` the question
-family environments too, with `spade.validate.validate_many` (4 at a time, like `spade
+family environments too, with `spade.envs.validate.validate_many` (4 at a time, like `spade
 validate`), once with the default `ValidatorConfig` and once with the copy probes off
 (`copy_seeds=(0, 0)`), alternating for `--rounds` rounds so that a busy moment hits both. Prints
 seconds per round and the ratio, the copy episodes played, and what each configuration admitted
@@ -24,10 +24,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from spade import bundled, questions
+from spade.envs import bundled
+from spade.envs.validate import ValidatorConfig, validate_many
 from spade.sandbox import Sandbox
+from spade.templates import questions
 from spade.types import Program
-from spade.validate import ValidatorConfig, validate_many
 
 
 def programs(with_questions: bool) -> list[Program]:

@@ -1,8 +1,8 @@
 """Warm-start variants, measured: `python benchmarks/warmstart.py --variants focus --steps 160`.
 
-Each variant is one `spade.bootstrap.bootstrap(...)` of the default model under the same time
-budget, then `spade.warmstart.measure_model` (48 Designer replies with the loop's own prompt
-through the real validator, the Agent on the evaluation set and the held-out games). One JSON
+Each variant is one `spade.warmstart.finetune.bootstrap(...)` of the default model under the same
+time budget, then `spade.warmstart.measure.measure_model` (48 Designer replies with the loop's own
+prompt through the real validator, the Agent on the evaluation set and the held-out games). One JSON
 line per variant goes to `--out` (appended, so a long series survives a kill), and a table of
 everything in that file is printed at the end. Run the variants one after another on a quiet
 machine: training is time-budgeted, so anything else running on the cores costs steps.
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spade.warmdata import COMPACT_FAMILIES
+from spade.warmstart.data import COMPACT_FAMILIES
 
 FOCUS_FAMILIES = COMPACT_FAMILIES
 """The shortest compact family of each game skill, evaluation families left out."""
@@ -99,9 +99,9 @@ def cpu_name() -> str:
 def run_variant(
     name: str, steps: int, seed: int, workdir: Path, temperatures: list[float]
 ) -> dict[str, Any]:
-    from spade.bootstrap import bootstrap
-    from spade.warmdata import warm_start_examples
-    from spade.warmstart import measure_model
+    from spade.warmstart.data import warm_start_examples
+    from spade.warmstart.finetune import bootstrap
+    from spade.warmstart.measure import measure_model
 
     settings = dict(VARIANTS[name])
     families = settings.pop("families", None)

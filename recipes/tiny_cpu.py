@@ -3,7 +3,7 @@
 
 import sys
 
-from spade.cli import main
+from spade.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main(["train", "--recipe", "tiny-cpu", *sys.argv[1:]]))

@@ -1,5 +1,5 @@
 """`python -m spade`: the same as the `spade` command."""
 
-from spade.cli import main
+from spade.cli.main import main
 
 raise SystemExit(main())

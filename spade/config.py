@@ -16,9 +16,9 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from spade.backends.base import PPOConfig
+from spade.envs.validate import ValidatorConfig
 from spade.sandbox import SandboxConfig
 from spade.types import GAME_SKILLS, TOOL_SKILLS
-from spade.validate import ValidatorConfig
 
 
 class UsageError(ValueError):
@@ -145,10 +145,10 @@ class PlayConfig:
     pool_sampling: Literal["learnable", "uniform"] = "learnable"
     """How the rest of the active set is drawn from the pool. `learnable` (ours): in proportion
     to `p (1 - p)`, `p` an environment's plain win rate so far shrunk toward the pool's
-    (`spade.loop.replay_weights`), so the environments the Agent sometimes wins, the only ones
-    whose plays have non-zero advantages, come back, and the ones it always loses (for the small
-    model, most bundled seeds) rarely do; like prioritized level replay. `uniform`: every admitted
-    environment alike (the paper's recipes; the paper names no rule)."""
+    (`spade.selfplay.loop.replay_weights`), so the environments the Agent sometimes wins, the only
+    ones whose plays have non-zero advantages, come back, and the ones it always loses (for the
+    small model, most bundled seeds) rarely do; like prioritized level replay. `uniform`: every
+    admitted environment alike (the paper's recipes; the paper names no rule)."""
     max_turns: int = 6
     """Turn cap of an episode (paper 25)."""
     max_tokens: int = 32
@@ -193,17 +193,17 @@ class TrainConfig:
     mini_seeds: bool = True
     """Also seed the pool with one compact program of each mini family the warm start trains
     on, none a near-duplicate of an evaluation program (10 one-question environments,
-    `spade.train.mini_seed_programs`; ours). The bundled
+    `spade.selfplay.train.mini_seed_programs`; ours). The bundled
     seeds are 20-150-line games that the warm-started 135M Agent never wins, so without these the
     first iterations have nothing but new designs to learn from. The paper recipes seed the
     bundled environments only."""
     question_seeds: bool = True
     """Also seed the pool with one question environment of each trained question family
-    (`spade.questions.TRAIN_FAMILIES`, 16: a `QuestionEnv` drawing a new question from every
-    episode's seed; `spade.train.question_seed_programs`; ours). The warm-started Agent wins a
-    real share of them, so their groups mix wins and losses from the first iteration; the near
-    evaluation set is fresh renders of the same families. The paper recipes seed the bundled
-    environments only."""
+    (`spade.templates.questions.TRAIN_FAMILIES`, 16: a `QuestionEnv` drawing a new question from
+    every episode's seed; `spade.selfplay.train.question_seed_programs`; ours). The warm-started
+    Agent wins a real share of them, so their groups mix wins and losses from the first iteration;
+    the near evaluation set is fresh renders of the same families. The paper recipes seed the
+    bundled environments only."""
     separate_designer: bool = False
     """Two-model ablation: a Designer and an Agent policy, each trained on its own samples."""
     heldout_eval: bool = True
@@ -214,8 +214,8 @@ class TrainConfig:
     eval_set: Literal["bundled", "families", "paired"] = "families"
     """The held-out environments: `bundled` (spade/heldout/, the setting's games or tool
     tasks), `families` (compact renders of held-out template families and of every mini
-    family, six of them held out: `spade.warmdata.eval_programs`, games only) or `paired` (the
-    small recipe's: the near and far sets of `spade.evalsets`, one-question environments of
+    family, six of them held out: `spade.warmstart.data.eval_programs`, games only) or `paired` (the
+    small recipe's: the near and far sets of `spade.evals.sets`, one-question environments of
     the trained and the held-out question families plus reasoning-gym level-0 items, each
     played once at `eval_temperature`, before and after compared item by item with a paired
     bootstrap interval; the "before" of a model folder is cached; docs/evaluation.md)."""
@@ -258,8 +258,8 @@ class TrainConfig:
     validator: ValidatorConfig = ValidatorConfig(probe_seeds=4, solution_seeds=2)
     log: tuple[Literal["trackio", "wandb", "tensorboard"], ...] = ()
     """Experiment trackers that mirror the config and every metrics row (`--log trackio
-    tensorboard`; extras of the same names; `spade.tracking`, docs/tracking.md). A resumed run
-    continues the same tracked runs."""
+    tensorboard`; extras of the same names; `spade.selfplay.tracking`, docs/tracking.md). A resumed
+    run continues the same tracked runs."""
 
 
 def to_json(config: TrainConfig) -> dict[str, Any]:

@@ -13,8 +13,8 @@ Where this departs from the paper's reference (SPADE.md "Ours"):
 - regret needs the hinted and plain arms to have the same length (same seeds, same counts);
 - a failed design attempt (no code, invalid code, rejected) is a training sample with
   `INVALID_DESIGN_REWARD`, below every valid design's reward, instead of being dropped; a copy
-  of a warm-start training program is such a failure (`spade.admission.TRAINING_COPY`), so a
-  memorised program never earns a design's reward;
+  of a warm-start training program is such a failure (`spade.selfplay.admission.TRAINING_COPY`), so
+  a memorised program never earns a design's reward;
 - the Designer's advantage scale has a floor (`designer_scale(floor=1.0)`), so it is not 0 in
   an iteration where the Agent has no samples;
 - hint gates (`hint_gate`) close the "password" exploit where the hint simply gives the answer;
@@ -229,7 +229,7 @@ def hint_gate(hint: str, solution_replies: Sequence[str], plain_win_rate: float)
     REGRET_ELIGIBLE_PLAIN_WIN_RATE.
 
     The length cap (600 characters, SPADE.md section 3) is applied where hints are read:
-    `spade.designer` keeps at most `prompts.MAX_HINT_CHARS` characters of a hint.
+    `spade.selfplay.designer` keeps at most `prompts.MAX_HINT_CHARS` characters of a hint.
     """
     if not hint.strip():
         return "hint is empty"

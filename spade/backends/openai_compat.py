@@ -85,7 +85,7 @@ class OpenAICompatPolicy:
     """Policy over HTTP. `extend` appends messages (the server re-renders the template)."""
 
     concurrent = True
-    """Rollouts ask it one episode at a time from threads (`spade.rollout`)."""
+    """Rollouts ask it one episode at a time from threads (`spade.selfplay.rollout`)."""
 
     def __init__(self, config: OpenAICompatConfig) -> None:
         self.config = config

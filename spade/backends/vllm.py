@@ -94,7 +94,8 @@ class VLLMPolicy:
     """Policy over one or more vLLM servers, sampling token ids."""
 
     concurrent = True
-    """Rollouts ask it one episode at a time from threads (`spade.rollout`); the servers batch."""
+    """Rollouts ask it one episode at a time from threads (`spade.selfplay.rollout`); the servers
+    batch."""
 
     def __init__(self, config: VLLMConfig, tokenizer: Any = None) -> None:
         if tokenizer is None:

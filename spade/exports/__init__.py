@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from spade.exports.bundle import DEFAULT_MAX_TURNS, BundleError, check_name, write_bundle
-from spade.rundir import atomic_write_text
+from spade.selfplay.rundir import atomic_write_text
 from spade.types import Program
 
 Format = Literal["openenv", "verifiers", "gem"]

@@ -70,7 +70,7 @@ def sandbox_config_for(codes: Iterable[str]) -> SandboxConfig:
     it forks when any program imports GEM (a cold import in each worker takes seconds, several at
     once miss the 10 s load deadline, and numpy-backed games cannot be imported after
     isolation), else the defaults."""
-    from spade.suites import PRELOAD_GEM
+    from spade.evals.suites import PRELOAD_GEM
 
     config = SandboxConfig()
     if any(_IMPORTS_GEM.search(code) for code in codes):

@@ -21,7 +21,7 @@ from verifiers.v1.harnesses.null import NullHarnessConfig
 
 from spade.exports.bundle import read_bundle
 from spade.exports.host import EnvHost
-from spade.prompts import agent_system
+from spade.selfplay.prompts import agent_system
 
 _HOSTS: dict[str, EnvHost] = {}
 

@@ -31,8 +31,8 @@ orders are drawn, so thousands of distinct programs come out and most pairs of o
 far below the validator's near-duplicate threshold. The full form's output (and its rng
 consumption) does not depend on the compact form's existence. Issue 4 measured that a
 ~6M-parameter model trained minutes on ~3,000 full programs writes parseable, working
-environments; a model trained on general Python does not. `tests/test_templates.py` runs renders
-of every family in both forms through the real validator.
+environments; a model trained on general Python does not. `tests/templates/test_templates.py` runs
+renders of every family in both forms through the real validator.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ easy enough that the small model wins some of them as the Agent, which self-play
 
 Three families per game skill; the last of each skill (`MINI_EVAL_FAMILIES`) is never trained
 on. One render of every family (held out or not) is in the evaluation set
-(`spade.warmdata.eval_programs`). Every render passes
-the real validator (`tests/test_templates.py`).
+(`spade.warmstart.data.eval_programs`). Every render passes
+the real validator (`tests/templates/test_templates.py`).
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ def test_prompt_of_messages_and_completion_alignment_check():
 def test_importing_backends_loads_no_heavy_library():
     code = (
         "import sys, spade.backends, spade.backends.openai_compat, spade.backends.chat,"
-        " spade.backends.tiny, spade.bootstrap, spade.warmdata;"
+        " spade.backends.tiny, spade.warmstart.finetune, spade.warmstart.data;"
         "from spade.backends import Policy, Trainer, Sample;"
         "heavy = [m for m in ('torch', 'transformers', 'tokenizers', 'numpy') if m in sys.modules];"
         "assert not heavy, heavy"

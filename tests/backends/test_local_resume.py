@@ -2,14 +2,13 @@
 weights, AdamW moments, RNG streams and step counter come back from the checkpoint, so the
 resumed run ends bit-identical to an uninterrupted one.
 
-The replies are scripted (tests/loopkit.py), the updates real: scripted token ids are UTF-8 bytes
-+ 3, all below tiny-test's 2,048-token vocabulary, with constant behaviour logprobs (off-policy
-samples, which the PPO ratio handles like any other)."""
+The replies are scripted (tests/support/loopkit.py), the updates real: scripted token ids are UTF-8
+bytes + 3, all below tiny-test's 2,048-token vocabulary, with constant behaviour logprobs
+(off-policy samples, which the PPO ratio handles like any other)."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,16 +16,13 @@ import pytest
 torch = pytest.importorskip("torch")
 
 TESTS = Path(__file__).resolve().parents[1]
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
-
-import loopkit  # noqa: E402
-from scripted import ScriptedPolicy  # noqa: E402
 
 from spade.backends.base import Prompt  # noqa: E402
-from spade.loop import Models  # noqa: E402
-from spade.pool import Pool  # noqa: E402
-from spade.train import train  # noqa: E402
+from spade.envs.pool import Pool  # noqa: E402
+from spade.selfplay.loop import Models  # noqa: E402
+from spade.selfplay.train import train  # noqa: E402
+from tests.support import loopkit  # noqa: E402
+from tests.support.scripted import ScriptedPolicy  # noqa: E402
 
 
 class _Crash(Exception):

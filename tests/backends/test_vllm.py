@@ -140,8 +140,8 @@ def test_episodes_do_not_wait_in_lock_step_on_a_concurrent_policy(
 ) -> None:
     import asyncio
 
-    from spade.rollout import PlayRequest, play
     from spade.sandbox import Sandbox, SandboxConfig
+    from spade.selfplay.rollout import PlayRequest, play
     from spade.types import Program
 
     url = fake_vllm.start("--slow-above", "200", "--slow-s", "1.5")  # the long episode is slow

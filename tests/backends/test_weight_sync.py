@@ -107,7 +107,7 @@ def test_load_pushes_the_restored_weights(fake_vllm, make_local, tmp_path) -> No
 def test_spade_train_samples_through_vllm_servers(fake_vllm, make_local, tmp_path) -> None:
     from spade.backends.tiny import tiny_model_path
     from spade.backends.torch_setup import untie_embeddings
-    from spade.cli import main
+    from spade.cli.main import main
 
     make_local()  # tiny-test in the cache
     model = untie_embeddings(tiny_model_path("tiny-test"), tmp_path / "untied")

@@ -286,7 +286,7 @@ def test_an_untied_copy_passes_the_strict_sync_and_exports_its_head(
 
 
 def test_spade_untie_writes_the_copy_once(make_local, tmp_path, capsys) -> None:
-    from spade.cli import main
+    from spade.cli.main import main
 
     make_local()
     out = tmp_path / "copy"
@@ -300,7 +300,7 @@ def test_spade_untie_writes_the_copy_once(make_local, tmp_path, capsys) -> None:
 def test_spade_train_refuses_a_sync_that_cannot_work_before_it_starts(
     fake_vllm, make_local, tmp_path, capsys
 ) -> None:
-    from spade.cli import main
+    from spade.cli.main import main
 
     make_local()
     url = fake_vllm.start()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from exportkit import COMPACT, MARKER
 
-from spade import bundled
+from spade.envs import bundled
 from spade.types import Program
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import tyro
 
-from spade.cli import main
-from spade.cli_pool import pool as pool_command
+from spade.cli.main import main
+from spade.cli.pool_commands import pool as pool_command
+from spade.envs.pool import Pool
 from spade.exports.bundle import package_name, read_bundle
-from spade.pool import Pool
 from spade.types import CheckFailure, Program, Verdict
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import tyro
 
-from spade.cli_pool import pool as pool_command
+from spade.cli.pool_commands import pool as pool_command
+from spade.envs.pool import Pool
 from spade.exports.gem_import import gem_id_program, sandbox_config_for
-from spade.pool import Pool
 
 pytest.importorskip("gem")
 

@@ -1,4 +1,4 @@
-"""Hostile environments (tests/envs/hostile/) against the sandbox: each test runs one threat and
+"""Hostile environments (tests/programs/hostile/) against the sandbox: each test runs one threat and
 asserts the safe outcome, that the supervisor survives (a normal environment still plays in the
 same Sandbox afterwards) and that nothing is left behind (worker processes, zygote children,
 cgroup directories, scratch and canary files, file descriptors of this process).
@@ -34,15 +34,15 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run from a checkout without an installed package
     sys.path.insert(0, str(ROOT))
 
-from spade.episode import run_episode  # noqa: E402
+from spade.envs.episode import run_episode  # noqa: E402
+from spade.envs.validate import ValidatorConfig, validate  # noqa: E402
 from spade.sandbox import Sandbox, SandboxConfig, SandboxError, Session  # noqa: E402
 from spade.sandbox.lifecycle import private_env  # noqa: E402
 from spade.types import Program  # noqa: E402
-from spade.validate import ValidatorConfig, validate  # noqa: E402
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
 
-HOSTILE = ROOT / "tests" / "envs" / "hostile"
+HOSTILE = ROOT / "tests" / "programs" / "hostile"
 CGROUP = Path("/sys/fs/cgroup")
 TAG = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"  # unique per run: canary and marker names
 # No warm worker pool by default, so "every session closed" means "no worker process at all";

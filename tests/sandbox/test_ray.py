@@ -19,23 +19,20 @@ import pytest
 ray = pytest.importorskip("ray")
 
 TESTS = Path(__file__).resolve().parents[1]
-if str(TESTS) not in sys.path:  # tests/scripted.py
-    sys.path.insert(0, str(TESTS))
 
-from scripted import ScriptedPolicy  # noqa: E402
-
-from spade import bundled  # noqa: E402
 from spade.backends.base import Message, SamplingParams  # noqa: E402
-from spade.cli import main  # noqa: E402
-from spade.rollout import PlayRequest, play  # noqa: E402
+from spade.cli.main import main  # noqa: E402
+from spade.envs import bundled  # noqa: E402
+from spade.envs.validate import ValidatorConfig, validate_many  # noqa: E402
 from spade.sandbox import Sandbox, SandboxConfig, SandboxError, make_sandbox  # noqa: E402
 from spade.sandbox.cluster import RaySandbox, _Host  # noqa: E402
+from spade.selfplay.rollout import PlayRequest, play  # noqa: E402
 from spade.types import Program  # noqa: E402
-from spade.validate import ValidatorConfig, validate_many  # noqa: E402
+from tests.support.scripted import ScriptedPolicy  # noqa: E402
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
 
-HOSTILE = TESTS / "envs" / "hostile"
+HOSTILE = TESTS / "programs" / "hostile"
 FAST = SandboxConfig(call_timeout_s=1.0, load_timeout_s=3.0, episode_timeout_s=60.0, warm_workers=0)
 
 COUNTDOWN = '''

@@ -1,0 +1,1 @@
+"""Environment programs: check, play, store."""

@@ -1,0 +1,1 @@
+"""The self-play loop and its stages."""

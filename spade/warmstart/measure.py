@@ -1,0 +1,197 @@
+"""Measure a (warm-started) model in both roles, as `spade bootstrap` reports it.
+
+- Designer: one batched design call over the game skills with the loop's own Designer prompt
+  and the `tiny-cpu` recipe's Designer settings (`TINY_CPU.design`: temperature, reply length,
+  prompt budget, form; `spade design` uses the same), a random grounding document each, every
+  reply through the real validator with the bundled seeds as the duplicate pool; how many are
+  near-duplicates of a warm-start training program, and which form each uses;
+- Agent: the paired evaluation sets (`spade.evals.sets`: near, fresh renders of the trained
+  question families; far, held-out families and reasoning-gym level-0 items), greedy, as
+  `spade train` evaluates before training; the outcomes go to the same before-cache, so the
+  runs that start from this model reuse them. Win rates with 95% intervals, per family.
+
+Each phase prints a line when it starts and how long it took (`show`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from spade.backends.base import SamplingParams
+from spade.config import TINY_CPU, ModelConfig
+from spade.envs import bundled
+from spade.envs.validate import ValidatorConfig, shingles, validate_many
+from spade.evals.winrate import result_of
+from spade.sandbox import Sandbox
+from spade.selfplay.designer import design
+from spade.types import GAME_SKILLS
+
+
+def form_of(code: str) -> str:
+    """`compact` for a subclass of a scaffold (`QuestionEnv` / `GameEnv`), else `full`."""
+    from spade.sandbox.runtime import SCAFFOLD_NAMES
+
+    return "compact" if any(f"({name})" in code for name in SCAFFOLD_NAMES) else "full"
+
+
+def nearest_training_similarity(code: str, training: Sequence[frozenset[Any]]) -> float:
+    """The highest token 5-gram Jaccard similarity of `code` to a training program."""
+    mine = shingles(code)
+    return max((len(mine & t) / max(len(mine | t), 1) for t in training), default=0.0)
+
+
+def training_programs(
+    seed: int = 0,
+    form: str = "compact",
+    families: Sequence[str] | None = None,
+    mini: int | None = None,
+    count: int | None = None,
+) -> list[str]:
+    """The code of the Designer targets of the default warm start (to spot memorised copies);
+    `families`, `mini` and `count` as in `warm_start_examples` (None: its default)."""
+    from spade.warmstart.data import (
+        COMPACT_COUNT,
+        COMPACT_MINI,
+        FULL_COUNT,
+        designer_programs,
+        training_families,
+    )
+
+    compact = form == "compact"
+    count = count if count is not None else COMPACT_COUNT if compact else FULL_COUNT
+    mini = mini if mini is not None else COMPACT_MINI if compact else 0
+    programs = designer_programs(count, seed, form, training_families(form, families), mini)
+    return [r.code for r in programs]
+
+
+def _rate(result: Any) -> dict[str, Any]:
+    low, high = result.overall.interval
+    return {
+        "episodes": result.overall.episodes,
+        "win_rate": round(result.overall.rate, 3),
+        "win_rate_95ci": [round(low, 3), round(high, 3)],
+    }
+
+
+def measure_model(
+    path: str,
+    *,
+    seed: int = 0,
+    designs_per_skill: int = 8,
+    form: str = TINY_CPU.design.form,
+    temperature: float = TINY_CPU.design.temperature,
+    max_tokens: int = TINY_CPU.design.max_tokens,
+    prompt_budget_chars: int | None = TINY_CPU.design.prompt_budget_chars,
+    keep_replies: bool = False,
+    agent: bool = True,
+    families: Sequence[str] | None = None,
+    mini: int | None = None,
+    count: int | None = None,
+    show: Callable[[str], None] = lambda line: None,
+) -> dict[str, Any]:
+    """Designer: `designs_per_skill` designs per game skill (48 by default) at `temperature`,
+    up to `max_tokens` each, under a `prompt_budget_chars` prompt in `form` (the defaults: the
+    `tiny-cpu` recipe's Designer settings, as `spade train` and `spade design` with the
+    embedded default use them), validated for real with the seeds as duplicate pool. Agent:
+    the paired near and far sets as `spade train`'s "before" plays them (`TINY_CPU`: greedy,
+    its reply length and turn cap), through the before-cache.
+    `keep_replies` adds the Designer replies and verdicts to the report (for inspection);
+    `agent=False` measures the Designer only; `families`, `mini` and `count` are the warm start's
+    (`warm_start_examples`; None: its defaults), to spot copies of its training programs.
+    `show` receives a line as each phase starts and ends (`spade bootstrap` prints them)."""
+    from spade.evals import before_after as run_evals
+    from spade.selfplay.loop import Models
+    from spade.selfplay.models import local_backend
+
+    started = time.monotonic()
+    policy = local_backend(ModelConfig(model=path), path, seed)
+    skills = [s for s in GAME_SKILLS for _ in range(designs_per_skill)]
+    show(f"measuring: {len(skills)} Designer replies (T={temperature}, <= {max_tokens} tokens)")
+    attempts = design(
+        policy,
+        iteration=0,
+        regen=0,
+        skills_per_env=skills,
+        rng=random.Random(seed),
+        documents=bundled.grounding_documents(),
+        params=SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed),
+        budget_chars=prompt_budget_chars,
+        form=form,
+    )
+    design_seconds = time.monotonic() - started
+    programs = [a.program for a in attempts if a.program is not None]
+    seeds = bundled.seed_programs()
+    show(f"measuring: validating {len(programs)} programs ({design_seconds:.0f} s so far)")
+    evals: dict[str, Any] = {}
+
+    async def run() -> list[Any]:
+        async with Sandbox() as sandbox:
+            verdicts = await validate_many(programs, sandbox, ValidatorConfig(), pool=seeds)
+            if agent:
+                models = Models(policy, policy, policy, policy)  # type: ignore[arg-type]
+                loop = asyncio.get_running_loop()
+
+                def run_async(coro: Any) -> Any:  # paired_phase's blocking interface
+                    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+                evals["before"] = await asyncio.to_thread(
+                    run_evals.paired_phase, "before", models, sandbox, TINY_CPU, run_async, show
+                )
+            return verdicts
+
+    verdicts = asyncio.run(run())
+    admitted = [p for p, v in zip(programs, verdicts) if v.admitted]
+    training = [shingles(code) for code in training_programs(seed, form, families, mini, count)]
+    near = [nearest_training_similarity(p.code, training) for p in admitted]
+    failures: dict[str, int] = {}
+    for v in verdicts:
+        for f in v.failures[:1]:
+            failures[f.check] = failures.get(f.check, 0) + 1
+    forms: dict[str, int] = {}
+    for p in admitted:
+        forms[form_of(p.code)] = forms.get(form_of(p.code), 0) + 1
+    report: dict[str, Any] = {
+        "designer_attempts": len(attempts),
+        "designer_extracted": len(programs),
+        "designer_admitted": len(admitted),
+        "designer_admitted_rate": round(len(admitted) / max(len(attempts), 1), 3),
+        "admitted_by_form": forms,
+        "admitted_near_duplicates_of_training": sum(s >= 0.9 for s in near),
+        "admitted_exact_copies_of_training": sum(s >= 1.0 for s in near),
+        "admitted_max_training_similarity": [round(s, 2) for s in sorted(near)],
+        "designer_first_failures": failures,
+        "designer_seconds": round(design_seconds, 1),
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    if "before" in evals:
+        sets = {e.name: e for e in run_evals.paired_sets()}
+        for name, record in evals["before"]["sets"].items():
+            evalset = sets[name]
+            result = result_of(evalset.programs, [b == "1" for b in record["outcomes"]])
+            report[f"agent_{name}_set"] = {
+                **_rate(result),
+                "cached": record["cached"],
+                "by_family": {
+                    k.split(":", 1)[1]: v.wins for k, v in sorted(result.by_family.items())
+                },
+                "per_family": len(next(iter(evalset.families.values()))),
+            }
+        report["seconds"] = round(time.monotonic() - started, 1)
+    if keep_replies:
+        by_id = {p.env_id: v for p, v in zip(programs, verdicts)}
+        report["replies"] = [
+            {
+                "skill": a.skill,
+                "text": a.completion.text,
+                "error": a.error,
+                "failures": None
+                if a.program is None
+                else [[f.check, f.reason] for f in by_id[a.program.env_id].failures],
+            }
+            for a in attempts
+        ]
+    return report

@@ -1,0 +1,1 @@
+"""Helpers shared by tests in several folders (imported as `tests.support.<module>`)."""
