@@ -5,7 +5,7 @@
 Sets (difficulty 1, up to 6 turns, no hints, the real sandbox):
 - `mini_trained`: 2 fresh renders (render seed 999) of each mini family the warm start trains on;
 - `mini_held_out`: 4 renders of each of `MINI_EVAL_FAMILIES` (never trained on);
-- `eval_set`: `spade.warmstart.data.eval_programs()`, the evaluation set `spade train` uses.
+- `eval_set`: `spade.evals.sets.eval_programs()`, the evaluation set `spade train` uses.
 Prints wins / episodes with 95% Wilson intervals (the table in docs/warmstart.md). Never a test.
 """
 
@@ -22,12 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from spade.backends.base import SamplingParams
 from spade.config import ModelConfig
+from spade.evals.sets import eval_programs
 from spade.evals.winrate import evaluate
 from spade.sandbox import Sandbox
 from spade.selfplay.models import local_backend
 from spade.templates.mini import MINI_EVAL_FAMILIES, MINI_FAMILIES, render_mini
 from spade.types import Program
-from spade.warmstart.data import eval_programs
 
 
 def minis(families: list[str], renders: int, rng: random.Random) -> list[Program]:

@@ -1,7 +1,7 @@
 """Warm-start variants, measured: `python benchmarks/warmstart.py --variants focus --steps 160`.
 
 Each variant is one `spade.warmstart.finetune.bootstrap(...)` of the default model under the same
-time budget, then `spade.warmstart.measure.measure_model` (48 Designer replies with the loop's own
+time budget, then `spade.evals.measure.measure_model` (48 Designer replies with the loop's own
 prompt through the real validator, the Agent on the evaluation set and the held-out games). One JSON
 line per variant goes to `--out` (appended, so a long series survives a kill), and a table of
 everything in that file is printed at the end. Run the variants one after another on a quiet
@@ -99,9 +99,9 @@ def cpu_name() -> str:
 def run_variant(
     name: str, steps: int, seed: int, workdir: Path, temperatures: list[float]
 ) -> dict[str, Any]:
+    from spade.evals.measure import measure_model
     from spade.warmstart.data import warm_start_examples
     from spade.warmstart.finetune import bootstrap
-    from spade.warmstart.measure import measure_model
 
     settings = dict(VARIANTS[name])
     families = settings.pop("families", None)

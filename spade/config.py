@@ -17,6 +17,7 @@ import tyro
 
 from spade.backends.base import PPOConfig
 from spade.envs.validate import ValidatorConfig
+from spade.files import atomic_write_text
 from spade.sandbox import SandboxConfig
 from spade.types import GAME_SKILLS, TOOL_SKILLS
 
@@ -193,14 +194,14 @@ class TrainConfig:
     mini_seeds: bool = True
     """Also seed the pool with one compact program of each mini family the warm start trains
     on, none a near-duplicate of an evaluation program (10 one-question environments,
-    `spade.selfplay.train.mini_seed_programs`; ours). The bundled
+    `spade.train.mini_seed_programs`; ours). The bundled
     seeds are 20-150-line games that the warm-started 135M Agent never wins, so without these the
     first iterations have nothing but new designs to learn from. The paper recipes seed the
     bundled environments only."""
     question_seeds: bool = True
     """Also seed the pool with one question environment of each trained question family
     (`spade.templates.questions.TRAIN_FAMILIES`, 16: a `QuestionEnv` drawing a new question from
-    every episode's seed; `spade.selfplay.train.question_seed_programs`; ours). The warm-started
+    every episode's seed; `spade.train.question_seed_programs`; ours). The warm-started
     Agent wins a real share of them, so their groups mix wins and losses from the first iteration;
     the near evaluation set is fresh renders of the same families. The paper recipes seed the
     bundled environments only."""
@@ -214,7 +215,7 @@ class TrainConfig:
     eval_set: Literal["bundled", "families", "paired"] = "families"
     """The held-out environments: `bundled` (spade/heldout/, the setting's games or tool
     tasks), `families` (compact renders of held-out template families and of every mini
-    family, six of them held out: `spade.warmstart.data.eval_programs`, games only) or `paired` (the
+    family, six of them held out: `spade.evals.sets.eval_programs`, games only) or `paired` (the
     small recipe's: the near and far sets of `spade.evals.sets`, one-question environments of
     the trained and the held-out question families plus reasoning-gym level-0 items, each
     played once at `eval_temperature`, before and after compared item by item with a paired
@@ -309,9 +310,7 @@ def _has_defaults(cls: Any) -> bool:
 
 def save(config: TrainConfig, path: Path) -> None:
     """Atomically: a run killed while writing it leaves no half-written config to resume."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(to_json(config), indent=2) + "\n")
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(to_json(config), indent=2) + "\n")
 
 
 def load(path: Path) -> TrainConfig:

@@ -250,6 +250,16 @@ class Trainer(Protocol):
 
 
 @dataclass(frozen=True)
+class Models:
+    """The policies and trainers of each role; the same objects unless `--separate-designer`."""
+
+    agent: Policy
+    agent_trainer: Trainer
+    designer: Policy
+    designer_trainer: Trainer
+
+
+@dataclass(frozen=True)
 class PPOConfig:
     """The policy-gradient update (SPADE.md section 2, step 5)."""
 

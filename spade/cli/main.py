@@ -32,7 +32,7 @@ def _collect(paths: list[Path]) -> list[Path] | str:
     """Environment files: files as given; a directory's *.py, or, for a directory exported by
     `spade pool export --format openenv|verifiers|gem`, only the environments its manifests
     list (the adapters beside them are not environments)."""
-    from spade.exports.bundle import BundleError, bundles_under
+    from spade.envs.bundle import BundleError, bundles_under
 
     files: list[Path] = []
     for path in paths:

@@ -66,7 +66,7 @@ def train_main(argv: list[str]) -> int:
         )
     from spade.evals.before_after import split_suite_spec
     from spade.selfplay.models import serve_fsdp_rank
-    from spade.selfplay.train import train
+    from spade.train import train
 
     try:
         for spec in cfg.eval_suites:
@@ -460,8 +460,8 @@ def design_cmd(
             loop.close()
     console.print(f"{admitted} environments admitted into {out}")
     if format != "reference" and programs:
+        from spade.envs.bundle import package_name
         from spade.exports import export
-        from spade.exports.bundle import package_name
 
         export(programs, out / format, format, package_name(out))
         console.print(f"packaged for {format} in {out / format} (docs/exports.md)")
@@ -528,7 +528,7 @@ def bootstrap_cmd(
     )
     console.print(f"warm-started model: {path}")
     if measure:
-        from spade.warmstart.measure import measure_model
+        from spade.evals.measure import measure_model
 
         report = measure_model(
             str(path), seed=seed, form=form, show=lambda line: console.print(line, soft_wrap=True)

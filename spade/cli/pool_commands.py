@@ -324,9 +324,9 @@ def pool_export(cmd: Export) -> int:
 
 
 def _export_package(cmd: Export, fmt: Literal["openenv", "verifiers", "gem"]) -> int:
+    from spade.envs.bundle import package_name
     from spade.envs.pool_io import ReadOnlyPool, export_rows
     from spade.exports import BundleError, export
-    from spade.exports.bundle import package_name
     from spade.types import Program
 
     if cmd.out.exists() and not cmd.out.is_dir():

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from spade.envs.pool import FRONTIER, SCHEMA_VERSION, Pool, PoolSchemaError
+from spade.files import atomic_path
 from spade.types import CheckFailure, Program, Verdict
 
 if TYPE_CHECKING:
@@ -176,20 +177,18 @@ def write_export(rows: Iterable[Mapping[str, Any]], out: str | Path, fmt: str | 
     out = Path(out)
     fmt = fmt or ("parquet" if out.suffix == ".parquet" else "jsonl")
     rows = list(rows)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    if fmt == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        pq.write_table(pa.Table.from_pylist(rows, schema=_arrow_schema()), tmp)
-    elif fmt == "jsonl":
-        with open(tmp, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    else:
+    if fmt not in ("parquet", "jsonl"):
         raise ValueError(f"unknown export format {fmt!r} (parquet or jsonl)")
-    tmp.replace(out)
+    with atomic_path(out) as tmp:
+        if fmt == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            pq.write_table(pa.Table.from_pylist(rows, schema=_arrow_schema()), tmp)
+        else:
+            with open(tmp, "w", encoding="utf-8") as f:
+                for row in rows:
+                    f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return len(rows)
 
 
@@ -260,7 +259,7 @@ def read_source(src: str | Path) -> list[Candidate]:
     the skill), one .py file, a .jsonl / .parquet export, or a directory exported as an
     OpenEnv, verifiers or GEM package (the environments its manifest lists; BundleError if a
     file changed since)."""
-    from spade.exports.bundle import bundle_programs, bundles_under
+    from spade.envs.bundle import bundle_programs, bundles_under
 
     src = Path(src)
     if src.is_dir() and (bundles := bundles_under(src)):  # one of our packages

@@ -16,14 +16,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from spade.backends.base import SamplingParams
+from spade.backends.base import Models, SamplingParams
 from spade.config import TrainConfig
 from spade.envs import bundled
 from spade.evals.sets import EvalSet, paired_sets, subset_indices
@@ -36,9 +34,8 @@ from spade.evals.winrate import (
     paired_bootstrap,
     result_of,
 )
+from spade.files import atomic_write_text
 from spade.sandbox import SandboxAPI, make_sandbox
-from spade.selfplay.loop import Models
-from spade.selfplay.rundir import atomic_write_text
 from spade.types import GAME_SKILLS, TOOL_SKILLS, Program
 
 
@@ -49,7 +46,7 @@ def heldout_for(cfg: TrainConfig) -> list[Program]:
     if cfg.eval_set == "paired":
         return [p for s in paired_sets() for p in s.programs]
     if cfg.eval_set == "families":
-        from spade.warmstart.data import eval_programs
+        from spade.evals.sets import eval_programs
 
         return eval_programs()
     games = any(s in GAME_SKILLS for s in cfg.design.skills)
@@ -234,7 +231,7 @@ def before_cache_key(
 ) -> str:
     """The before-cache key: the model's identity, the set's content hash, the sampling settings
     (the seed only when sampling), the turn and context budget and the Agent's system prompt."""
-    from spade.selfplay.prompts import agent_system
+    from spade.prompts import agent_system
 
     sampling = {
         "temperature": params.temperature,
@@ -278,16 +275,8 @@ def _read_cached(path: Path, evalset: EvalSet) -> dict[str, Any] | None:
 
 
 def _write_cached(path: Path, record: dict[str, Any]) -> None:
-    """Atomically, under a unique temporary name: runs of several seeds may write it at once."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(record, indent=1) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Atomically (runs of several seeds may write it at once: each has its own temporary)."""
+    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
 
 
 def _bits(outcomes: Sequence[bool]) -> str:

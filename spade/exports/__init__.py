@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from spade.exports.bundle import DEFAULT_MAX_TURNS, BundleError, check_name, write_bundle
-from spade.selfplay.rundir import atomic_write_text
+from spade.envs.bundle import DEFAULT_MAX_TURNS, BundleError, check_name, write_bundle
+from spade.files import atomic_write_text
 from spade.types import Program
 
 Format = Literal["openenv", "verifiers", "gem"]

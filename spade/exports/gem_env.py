@@ -16,7 +16,7 @@ import gem
 from gem.core import Env
 from gem.envs.registration import ENV_REGISTRY
 
-from spade.exports.bundle import read_bundle
+from spade.envs.bundle import read_bundle
 from spade.exports.host import HostedEpisode, SyncHost, shared_host
 
 

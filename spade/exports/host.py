@@ -20,8 +20,8 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from spade.envs.bundle import Bundle, BundledEnv, read_bundle
 from spade.envs.episode import to_action
-from spade.exports.bundle import Bundle, BundledEnv, read_bundle
 from spade.exports.gem_import import sandbox_config_for
 from spade.sandbox import SandboxAPI, SandboxError, SessionAPI, make_sandbox
 from spade.sandbox.supervisor import StepResult

@@ -19,9 +19,9 @@ from typing import Any, ClassVar
 import verifiers.v1 as vf
 from verifiers.v1.harnesses.null import NullHarnessConfig
 
-from spade.exports.bundle import read_bundle
+from spade.envs.bundle import read_bundle
 from spade.exports.host import EnvHost
-from spade.selfplay.prompts import agent_system
+from spade.prompts import agent_system
 
 _HOSTS: dict[str, EnvHost] = {}
 

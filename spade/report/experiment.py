@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from spade.evals.winrate import wilson
-from spade.selfplay.rundir import atomic_write_text, read_metrics
+from spade.files import atomic_write_text
+from spade.selfplay.rundir import read_metrics
 
 ARMS: dict[str, tuple[str, ...]] = {
     "selfplay": (),

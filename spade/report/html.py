@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from spade.files import atomic_write_text
 from spade.report.figures import FIGURES, draw
 from spade.report.rundata import RunData, load_run
-from spade.selfplay.rundir import atomic_write_text
 
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #222;

@@ -32,6 +32,7 @@ from spade.envs.validate import ValidatorConfig, shingles, validate_many
 from spade.sandbox import SandboxAPI
 from spade.selfplay.designer import DesignAttempt, NegativeExample, design
 from spade.types import CheckFailure, Program, Verdict
+from spade.warmstart.data import training_programs
 
 COUNT_REACHED = CheckFailure("count", "the requested number of environments was already admitted")
 POOL_DUPLICATE = CheckFailure("duplicate", "identical to a pool environment")
@@ -60,11 +61,9 @@ class TrainingPrograms:
 @functools.cache
 def warm_start_programs(form: str = "compact") -> TrainingPrograms:
     """The Designer targets of the default warm start of `form`
-    (`spade.warmstart.measure.training_programs`), computed once per process: rendering is
+    (`spade.warmstart.data.training_programs`), computed once per process: rendering is
     deterministic and cheap (~0.5 s for the compact form's 1,500 programs, ~4 s for the full
     form's 3,000); the warm start's Agent replays, which run subprocesses, are not needed."""
-    from spade.warmstart.measure import training_programs
-
     return TrainingPrograms(tuple(shingles(code) for code in training_programs(form=form)))
 
 
@@ -92,7 +91,7 @@ class DesignRequest:
     budget_chars: int | None = None
     separate_hint: bool = False
     form: str = "full"
-    """How games are asked for: `spade.selfplay.prompts.FORMS`."""
+    """How games are asked for: `spade.prompts.FORMS`."""
     training: TrainingPrograms | None = None
     """Programs the model was trained to write: a design at or above the validator's
     near-duplicate threshold to one of them (an exact copy always) is refused as

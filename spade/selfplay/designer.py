@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spade.backends.base import Completion, Policy, Prompt, SamplingParams
-from spade.selfplay.prompts import (
+from spade.prompts import (
     MAX_EXEMPLARS,
     MAX_HINT_CHARS,
     DesignerPrompt,
@@ -268,7 +268,7 @@ def design(
     Attempt i is numbered `first_attempt + i` (pass a running count when retrying within an
     iteration so sources stay unique; `spade.selfplay.admission` does). The separate hint call
     samples with `params` capped at `HINT_MAX_TOKENS` tokens. `form`: how games are asked for
-    (`spade.selfplay.prompts.FORMS`: the full contract, or a compact scaffold subclass).
+    (`spade.prompts.FORMS`: the full contract, or a compact scaffold subclass).
     """
     if not skills_per_env:
         return []

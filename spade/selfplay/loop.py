@@ -31,14 +31,20 @@ lowest reward; the loop state lives in the run directory, and `--resume` continu
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from spade.backends.base import Completion, Policy, Sample, SamplingParams, Trainer, episode_sample
+from spade.backends.base import (
+    Completion,
+    Models,
+    Policy,
+    Sample,
+    SamplingParams,
+    episode_sample,
+)
 from spade.config import TrainConfig
 from spade.envs.pool import EpisodeRow, Pool
 from spade.rewards import (
@@ -78,16 +84,6 @@ time during play (the rest of the play phase); the update; the whole iteration. 
 phases leave of the iteration is scoring and bookkeeping (and, once per process, building the
 warm start's program set for the copy check). The older `model_seconds` (both roles' sampling
 and the update) and `env_seconds` (validation and play's environment time) are their sums."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Models:
-    """The policies and trainers of each role; the same objects unless `--separate-designer`."""
-
-    agent: Policy
-    agent_trainer: Trainer
-    designer: Policy
-    designer_trainer: Trainer
 
 
 class _Timed:

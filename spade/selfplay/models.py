@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spade.backends.base import Policy, PPOConfig
+from spade.backends.base import Models, Policy, PPOConfig
 from spade.config import ModelConfig, TrainConfig
-from spade.selfplay.loop import Models
 
 
 def resolve_model(

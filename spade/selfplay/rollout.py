@@ -25,8 +25,8 @@ from typing import Any
 
 from spade.backends.base import Completion, Policy, Prompt, SamplingParams
 from spade.envs.episode import to_action
+from spade.prompts import agent_messages, observation_message
 from spade.sandbox import SandboxAPI, SandboxError, SessionAPI
-from spade.selfplay.prompts import agent_messages, observation_message
 from spade.types import Episode, Program, Turn
 
 

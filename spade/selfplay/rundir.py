@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from spade.backends.base import Models
 from spade.envs.pool import Pool
-
-if TYPE_CHECKING:
-    from spade.selfplay.loop import Models
+from spade.files import atomic_write_text
 
 
 @dataclasses.dataclass
@@ -31,16 +29,6 @@ class LoopState:
     reward_state: dict[str, Any] | None = None
     """State of a stateful designer reward (learning potential)."""
     checkpoint: str | None = None
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace `path` with `text` so a kill leaves the old or the new file, never half of one."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def read_metrics(path: Path) -> tuple[list[dict[str, Any]], int]:

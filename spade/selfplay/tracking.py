@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from spade.selfplay.rundir import atomic_write_text
+from spade.files import atomic_write_text
 
 TrackerName = Literal["trackio", "wandb", "tensorboard"]
 TRACKERS: tuple[TrackerName, ...] = ("trackio", "wandb", "tensorboard")

@@ -84,6 +84,12 @@ SKILL_FAMILIES: dict[str, tuple[str, ...]] = {
 """Skill -> the names of its families."""
 
 
+def eval_families() -> tuple[str, ...]:
+    """One family per game skill (the last of each, by name), held out of the warm start: their
+    compact renders are the game evaluation set (`spade.evals.sets.eval_programs`)."""
+    return tuple(sorted(names)[-1] for _, names in sorted(SKILL_FAMILIES.items()))
+
+
 def _families(form: str) -> dict[str, Family]:
     if form == "full":
         return FAMILIES

@@ -13,7 +13,7 @@ easy enough that the small model wins some of them as the Agent, which self-play
 
 Three families per game skill; the last of each skill (`MINI_EVAL_FAMILIES`) is never trained
 on. One render of every family (held out or not) is in the evaluation set
-(`spade.warmstart.data.eval_programs`). Every render passes
+(`spade.evals.sets.eval_programs`). Every render passes
 the real validator (`tests/templates/test_templates.py`).
 """
 

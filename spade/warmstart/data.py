@@ -11,14 +11,14 @@ episode gives the loop nothing to learn from. The default data (`warm_start_exam
   environment rendered from the parametric families in `spade.templates` (in the compact form, a
   short `QuestionEnv` / `GameEnv` subclass; in the full form the whole file, plus the bundled
   seeds), and in the compact form also one-question programs of `spade.templates.mini`. The
-  families of `eval_families()` and `spade.templates.mini.MINI_EVAL_FAMILIES` are left out:
-  their renders are in the evaluation set (`eval_programs`) with one render of each trained
-  mini family (other parameters, other episodes).
+  families of `spade.templates.eval_families()` and `spade.templates.mini.MINI_EVAL_FAMILIES` are
+  left out: their renders are in the evaluation set (`spade.evals.sets.eval_programs`) with one
+  render of each trained mini family (other parameters, other episodes).
 - Agent turns: an observation (with the conversation so far) -> the next reply of `solution()`,
   recorded by replaying the solutions of template programs and of the seeds in a child process,
   at several difficulties.
 
-The prompt formats belong to spade.selfplay.prompts; they enter here as functions (`ExampleFormat`,
+The prompt formats belong to spade.prompts; they enter here as functions (`ExampleFormat`,
 default `prompts_format()`), and the whole data builder can be replaced (`bootstrap(examples=)`).
 """
 
@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spade.backends.base import Message, Role
-from spade.types import Program
 
 if TYPE_CHECKING:
     from spade.templates import Rendered
@@ -100,9 +99,9 @@ PLAIN_FORMAT = ExampleFormat(
 
 
 def prompts_format(budget_chars: int | None = None, form: str = "compact") -> ExampleFormat:
-    """The wording the self-play loop uses (spade.selfplay.prompts): the embedded model's prompt
-    budget and the Designer form of the recipe (`spade.selfplay.prompts.FORMS`)."""
-    from spade.selfplay import prompts
+    """The wording the self-play loop uses (spade.prompts): the embedded model's prompt
+    budget and the Designer form of the recipe (`spade.prompts.FORMS`)."""
+    from spade import prompts
 
     budget = prompts.TINY_BUDGET_CHARS if budget_chars is None else budget_chars
 
@@ -291,54 +290,6 @@ LEVEL_WEIGHTS = (1, 2, 1)
 """How often template programs are shown at difficulty 1, 2, 3 (the loop asks for "medium")."""
 
 
-def eval_families() -> tuple[str, ...]:
-    """One family per game skill (the last of each, by name), held out of the warm start: their
-    compact renders are the evaluation set (`eval_programs`)."""
-    from spade import templates
-
-    return tuple(sorted(names)[-1] for _, names in sorted(templates.SKILL_FAMILIES.items()))
-
-
-def eval_programs(count_per_family: int = 2, seed: int = 1234) -> list[Program]:
-    """The evaluation set: `count_per_family` compact renders of each held-out template family
-    (`eval_families()`) and one render of every mini family, with a render seed no training
-    data uses. Deterministic.
-
-    Of the 18 mini families, the six of `MINI_EVAL_FAMILIES` are held out of every warm start;
-    the other twelve are in it (other parameters and other episodes: the warm start plays
-    random 31-bit seeds, the evaluation seeds 0, 1, ...). Held-out families alone are won ~1%
-    of the time by the warm-started 135M model (docs/warmstart.md), too rarely for an
-    evaluation to show a change; with the trained families the whole set is in the 5-50%
-    band the miniature replication needs. The source of each program says which part it is in
-    (`eval:<family>/n`, `eval:mini:<family>/n`, `eval:mini-seen:<family>/n`)."""
-    from spade import templates
-    from spade.templates.mini import MINI_EVAL_FAMILIES, MINI_FAMILIES, render_mini
-
-    rng = random.Random(seed)
-    out: list[Program] = []
-    seen_minis = [f for f in MINI_FAMILIES if f not in MINI_EVAL_FAMILIES]
-    families = (
-        *eval_families(),
-        *(f"mini:{f}" for f in MINI_EVAL_FAMILIES),
-        *(f"mini-seen:{f}" for f in seen_minis),
-    )
-    for family in families:
-        seen: set[str] = set()
-        mini = family.startswith("mini")
-        # one render of a mini family: two would be near-duplicates (same lines, other names)
-        while len(seen) < (1 if mini else count_per_family):
-            if mini:
-                r = render_mini(rng, family.split(":", 1)[1])
-            else:
-                r = templates.render(rng, family, form="compact")
-            if r.code in seen:
-                continue
-            seen.add(r.code)
-            source = f"eval:{family}/{len(seen)}"
-            out.append(Program.from_code(r.code, hint=r.hint, skill=r.skill, source=source))
-    return out
-
-
 def designer_programs(
     count: int, seed: int, form: str, families: Sequence[str], mini: int = 0
 ) -> list[Rendered]:
@@ -433,7 +384,7 @@ def question_examples(count: int = QUESTION_COUNT, seed: int = 0) -> list[Exampl
     the time), after a newline or a space, and the worked reply ("7 + 7 = 14, so
     \\boxed{14}"), at difficulty 1, 2 or 3 (weights 3:2:1: the loop and the evaluation play
     level 1). Held-out families, phrasings and instructions never appear."""
-    from spade.selfplay import prompts
+    from spade import prompts
     from spade.templates import questions
 
     rng = random.Random(f"questions/{seed}")
@@ -458,7 +409,7 @@ def training_families(form: str = "compact", families: Sequence[str] | None = No
 
     if families is None and form == "compact":
         families = COMPACT_FAMILIES
-    held_out = set(eval_families())
+    held_out = set(templates.eval_families())
     return [
         f
         for f in sorted(templates.FAMILIES)
@@ -481,8 +432,7 @@ def warm_start_examples(
     and the seeds (`count` and `mini` apply to the compact form only). The evaluation families
     are left out of both. `families` restricts the template families (None: `COMPACT_FAMILIES`
     for the compact form, every family but the evaluation ones for the full form)."""
-    from spade import templates
-    from spade.selfplay import prompts
+    from spade import prompts, templates
 
     trained = training_families(form, families)
     held_out = tuple(f for f in sorted(templates.FAMILIES) if f not in trained)
@@ -528,3 +478,19 @@ def source_fingerprint() -> str:
         h.update(str(path.relative_to(root)).encode())
         h.update(hashlib.sha256(path.read_bytes()).digest())
     return h.hexdigest()
+
+
+def training_programs(
+    seed: int = 0,
+    form: str = "compact",
+    families: Sequence[str] | None = None,
+    mini: int | None = None,
+    count: int | None = None,
+) -> list[str]:
+    """The code of the Designer targets of the default warm start (to spot memorised copies);
+    `families`, `mini` and `count` as in `warm_start_examples` (None: its default)."""
+    compact = form == "compact"
+    count = count if count is not None else COMPACT_COUNT if compact else FULL_COUNT
+    mini = mini if mini is not None else COMPACT_MINI if compact else 0
+    programs = designer_programs(count, seed, form, training_families(form, families), mini)
+    return [r.code for r in programs]

@@ -162,7 +162,7 @@ def bootstrap(
     """Fine-tune `model` on the examples; return the folder of the result (cached unless `force`).
 
     `examples` None: the default builder, `warm_start_examples(seed, form)`, for the Designer
-    form of the recipe the result will run (`spade.selfplay.prompts.FORMS`). Each step is one AdamW
+    form of the recipe the result will run (`spade.prompts.FORMS`). Each step is one AdamW
     step (betas 0.9/0.95) over at least one sequence and about `batch_tokens` tokens (about three
     programs by default). `trainable_layers` (default 10 of the default model's 30; None: every
     weight; ignored with LoRA) trains only the top of the decoder: the backward pass stops there,

@@ -15,12 +15,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-TESTS = Path(__file__).resolve().parents[1]
-
-from spade.backends.base import Prompt  # noqa: E402
+from spade.backends.base import Models, Prompt  # noqa: E402
 from spade.envs.pool import Pool  # noqa: E402
-from spade.selfplay.loop import Models  # noqa: E402
-from spade.selfplay.train import train  # noqa: E402
+from spade.train import train  # noqa: E402
 from tests.support import loopkit  # noqa: E402
 from tests.support.scripted import ScriptedPolicy  # noqa: E402
 

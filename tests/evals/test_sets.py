@@ -7,15 +7,19 @@ from __future__ import annotations
 import ast
 import asyncio
 import re
+import sys
 from collections.abc import Sequence
 
 import pytest
 
+from spade import templates
 from spade.backends.base import Message, SamplingParams
 from spade.evals import sets as evalsets
+from spade.evals.sets import eval_programs
 from spade.evals.winrate import EvalResult, evaluate_items, evaluate_solutions
 from spade.sandbox import Sandbox, SandboxConfig
 from spade.templates import questions
+from spade.templates.mini import MINI_EVAL_FAMILIES, MINI_FAMILIES
 from spade.types import Program
 from tests.support.scripted import ScriptedPolicy
 
@@ -173,3 +177,30 @@ def test_a_wrong_reply_loses_and_the_right_one_wins() -> None:
     won = play(right)
     questions_only = [p.skill == questions.SKILL for p in programs]
     assert won == questions_only and sum(won) == len(questions.FAMILIES)  # one of each family
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
+def test_eval_programs_are_deterministic_valid_environments() -> None:
+    import asyncio
+
+    from spade.envs.validate import ValidatorConfig, validate_many
+    from spade.sandbox import Sandbox
+
+    programs = eval_programs()
+    assert [p.code for p in programs] == [p.code for p in eval_programs()]
+    # 12 template renders of held-out families, 6 held-out mini families, 12 trained ones
+    assert len({p.env_id for p in programs}) == len(programs) == 30
+    assert {p.skill for p in programs} == set(templates.SKILL_FAMILIES)
+    families = [p.source.rsplit("/", 1)[0] for p in programs]
+    held_out = [f for f in families if not f.startswith("eval:mini-seen:")]
+    assert sorted({f.split(":")[-1] for f in held_out}) == sorted(
+        {*templates.eval_families(), *MINI_EVAL_FAMILIES}
+    )
+    seen = {f.split(":")[-1] for f in families if f.startswith("eval:mini-seen:")}
+    assert seen == set(MINI_FAMILIES) - set(MINI_EVAL_FAMILIES)
+
+    async def run() -> list:
+        async with Sandbox() as sandbox:
+            return await validate_many(programs, sandbox, ValidatorConfig(probe_seeds=4))
+
+    assert [v.failures for v in asyncio.run(run())] == [()] * len(programs)

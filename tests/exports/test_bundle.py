@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from spade.envs.bundle import MANIFEST, BundleError, bundle_programs, read_bundle, write_bundle
 from spade.exports import export
-from spade.exports.bundle import MANIFEST, BundleError, bundle_programs, read_bundle, write_bundle
 from spade.types import Program
 
 

@@ -11,8 +11,8 @@ import tyro
 
 from spade.cli.main import main
 from spade.cli.pool_commands import pool as pool_command
+from spade.envs.bundle import package_name, read_bundle
 from spade.envs.pool import Pool
-from spade.exports.bundle import package_name, read_bundle
 from spade.types import CheckFailure, Program, Verdict
 
 

@@ -13,10 +13,10 @@ import pytest
 from spade.config import PlayConfig, TrainConfig
 from spade.envs.pool import EpisodeRow, Pool
 from spade.envs.validate import ValidatorConfig, check_duplicates
+from spade.evals.sets import eval_programs
 from spade.selfplay.loop import REPLAY_FLOOR, active_set, replay_weights, weighted_sample
-from spade.selfplay.train import mini_seed_programs, seed_pool
+from spade.train import mini_seed_programs, seed_pool
 from spade.types import GAME_SKILLS, Program, Verdict
-from spade.warmstart.data import eval_programs
 
 
 def test_replay_weights_are_outcome_variance_shrunk_toward_the_pool_rate() -> None:
@@ -180,7 +180,7 @@ def test_seed_pool_adds_the_mini_seeds_only_when_asked(tmp_path: Path) -> None:
 def test_the_tiny_recipe_seeds_questions_and_minis_but_no_bundled_game(tmp_path: Path) -> None:
     from spade.config import PAPER_GAMES, TINY_CPU
     from spade.envs import bundled
-    from spade.selfplay.train import question_seed_programs
+    from spade.train import question_seed_programs
 
     questions = question_seed_programs()
     assert len(questions) == 21 and all(p.source.startswith("question-seed:") for p in questions)
@@ -197,8 +197,8 @@ def test_question_seeds_ask_level_1_questions_by_default() -> None:
     import random
 
     from spade.sandbox import Sandbox
-    from spade.selfplay.train import question_seed_programs
     from spade.templates import questions
+    from spade.train import question_seed_programs
 
     async def first_observations() -> list[str]:
         async with Sandbox() as sandbox:

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from spade.backends.base import Message, SamplingParams
-from spade.cli import model_commands as cli_models
+from spade.cli import model_commands
 from spade.envs.pool import Pool
 from spade.envs.validate import ValidatorConfig, shingles
+from spade.prompts import designer_reply
 from spade.sandbox import Sandbox, SandboxConfig
 from spade.selfplay.admission import (
     COUNT_REACHED,
@@ -23,7 +24,6 @@ from spade.selfplay.admission import (
     TrainingPrograms,
     design_and_admit,
 )
-from spade.selfplay.prompts import designer_reply
 from spade.types import CheckFailure, env_id_of
 from tests.support import loopkit
 from tests.support.scripted import ScriptedPolicy
@@ -149,9 +149,9 @@ def test_spade_design_uses_the_same_admission(tmp_path: Path, monkeypatch) -> No
     # (before, the duplicate's verdict replaced the first one's and both were lost); BETA differs
     # from ALPHA by a class name only, a near-duplicate under the default validator
     policy = Batches([[ALPHA, ALPHA, BETA]])
-    monkeypatch.setattr(cli_models, "_policy_for", lambda *a, **k: policy)
+    monkeypatch.setattr(model_commands, "_policy_for", lambda *a, **k: policy)
     out = tmp_path / "out"
-    rc = cli_models.design_cmd(out, count=2, skills=(SKILL,), batch=3, max_rounds=1)
+    rc = model_commands.design_cmd(out, count=2, skills=(SKILL,), batch=3, max_rounds=1)
     lines = [json.loads(x) for x in (out / "attempts.jsonl").read_text().splitlines()]
     assert [x["admitted"] for x in lines] == [True, False, False]
     assert [[f["check"] for f in x["failures"]] for x in lines] == [
@@ -194,7 +194,7 @@ def test_a_retry_samples_with_a_seed_derived_from_the_round() -> None:
 
 
 def test_the_request_shapes_the_designer_prompt(env) -> None:
-    from spade.selfplay.prompts import designer_system
+    from spade.prompts import designer_system
 
     pool, sandbox, loop = env
     seen: list[Sequence[Message]] = []
@@ -323,11 +323,11 @@ def _designed_with(monkeypatch, tmp_path: Path, **flags: object) -> tuple:
         seen.append((p.temperature, p.max_tokens, request.budget_chars, request.form))
         raise _Stop
 
-    monkeypatch.setattr(cli_models, "_policy_for", lambda *a, **k: None)
+    monkeypatch.setattr(model_commands, "_policy_for", lambda *a, **k: None)
     monkeypatch.setattr(sandbox, "make_sandbox", lambda *a, **k: _NoSandbox())
     monkeypatch.setattr(admission, "design_and_admit", capture)
     with pytest.raises(_Stop):
-        cli_models.design_cmd(tmp_path / "out", **flags)  # type: ignore[arg-type]
+        model_commands.design_cmd(tmp_path / "out", **flags)  # type: ignore[arg-type]
     return seen[0]
 
 
@@ -338,8 +338,8 @@ def test_spade_design_and_the_bootstrap_measurement_use_the_recipes_designer(
     # (`measure_model`) sample the Designer as `spade train` does: TINY_CPU.design's
     # temperature, reply length, prompt budget and form, unless a flag says otherwise
     from spade.config import TINY_CPU
+    from spade.evals import measure
     from spade.selfplay import models
-    from spade.warmstart import measure as warmstart
 
     d = TINY_CPU.design
     recipe = (d.temperature, d.max_tokens, d.prompt_budget_chars, d.form)
@@ -351,12 +351,12 @@ def test_spade_design_and_the_bootstrap_measurement_use_the_recipes_designer(
         raise _Stop
 
     monkeypatch.setattr(models, "local_backend", lambda *a, **k: None)
-    monkeypatch.setattr(warmstart, "design", capture)
+    monkeypatch.setattr(measure, "design", capture)
     with pytest.raises(_Stop):
-        warmstart.measure_model("unused")
+        measure.measure_model("unused")
     assert _designed_with(monkeypatch, tmp_path) == measured[0] == recipe
     # the same numbers nowhere else: the recipe is not the other models' defaults
-    other = cli_models.OTHER_MODEL_DESIGN
+    other = model_commands.OTHER_MODEL_DESIGN
     assert (other.temperature, other.max_tokens, other.prompt_budget_chars) != recipe[:3]
     # a flag overrides its own setting only; 0 lifts the prompt cap
     assert _designed_with(monkeypatch, tmp_path, temperature=0.9, prompt_budget_chars=0) == (

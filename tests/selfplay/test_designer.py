@@ -7,8 +7,10 @@ from collections.abc import Sequence
 
 import pytest
 
+from spade import prompts
 from spade.backends.base import Completion, Message, Policy, Prompt, SamplingParams
-from spade.selfplay import designer, prompts
+from spade.prompts import MAX_HINT_CHARS, designer_reply
+from spade.selfplay import designer
 from spade.selfplay.designer import (
     MAX_CODE_CHARS,
     SkillRotation,
@@ -16,7 +18,6 @@ from spade.selfplay.designer import (
     extract_design,
     extract_hint,
 )
-from spade.selfplay.prompts import MAX_HINT_CHARS, designer_reply
 from spade.types import GAME_SKILLS, Program
 
 CODE = '''"""Guess the number."""

@@ -15,7 +15,7 @@ import pytest
 
 from spade.envs.pool import Pool
 from spade.rewards import INVALID_DESIGN_REWARD
-from spade.selfplay.train import train
+from spade.train import train
 from tests.support import loopkit  # tests/ is on sys.path (pytest's rootdir-relative import)
 from tests.support.scripted import decode
 

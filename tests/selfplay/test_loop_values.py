@@ -45,16 +45,16 @@ from pathlib import Path
 
 import pytest
 
-from spade.backends.base import Message
+from spade.backends.base import Message, Models
 from spade.config import DesignConfig, PlayConfig
 from spade.envs.validate import ValidatorConfig
+from spade.prompts import DESIGNER_ROLE_COMPACT, HINT_SYSTEM, designer_reply
 from spade.rewards import INVALID_DESIGN_REWARD
 from spade.selfplay.admission import warm_start_programs
-from spade.selfplay.loop import TIME_PHASES, Models
-from spade.selfplay.prompts import DESIGNER_ROLE_COMPACT, HINT_SYSTEM, designer_reply
-from spade.selfplay.train import train
+from spade.selfplay.loop import TIME_PHASES
+from spade.train import train
 from spade.types import env_id_of
-from spade.warmstart.measure import training_programs
+from spade.warmstart.data import training_programs
 from tests.support import loopkit
 from tests.support.scripted import ScriptedPolicy, decode
 
@@ -544,7 +544,7 @@ def test_designs_come_every_regen_interval_from_the_first_iteration(
     trainer = loopkit.FakeTrainer()
     design = DesignConfig(envs_per_regen=2, regen_interval=3, skills=(S1, S2), active_skills=2)
     cfg = loopkit.small_config(tmp_path / "run", iterations=4, design=design)
-    from spade.selfplay import train as train_module
+    from spade import train as train_module
 
     class Bar:
         def __init__(self, *args: object) -> None: ...

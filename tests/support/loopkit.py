@@ -17,13 +17,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from spade.backends.base import Message, Sample
+from spade.backends.base import Message, Models, Sample
 from spade.config import DesignConfig, PlayConfig, TrainConfig
 from spade.envs import bundled
 from spade.envs.validate import ValidatorConfig
+from spade.prompts import designer_reply
 from spade.sandbox import SandboxConfig
-from spade.selfplay.loop import Models
-from spade.selfplay.prompts import designer_reply
 from spade.types import GAME_SKILLS, Verdict
 from tests.support.scripted import (
     ScriptedPolicy,  # tests/ is on sys.path (pytest, or run as a script)
@@ -155,7 +154,7 @@ def add_magic(pool: object) -> None:
 
 if __name__ == "__main__":  # the kill test runs a whole training in a subprocess
     from spade.envs.pool import Pool
-    from spade.selfplay.train import train
+    from spade.train import train
 
     run_dir = Path(sys.argv[1])
     cfg = small_config(run_dir, iterations=int(sys.argv[2]))

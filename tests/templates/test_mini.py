@@ -94,7 +94,7 @@ def test_one_mini_evaluation_family_per_skill():
 
 
 def test_the_evaluation_set_holds_the_mini_evaluation_families():
-    from spade.warmstart.data import eval_programs
+    from spade.evals.sets import eval_programs
 
     sources = {p.source.split("/")[0] for p in eval_programs()}
     assert {f"eval:mini:{f}" for f in MINI_EVAL_FAMILIES} <= sources

@@ -4,17 +4,12 @@ out."""
 from __future__ import annotations
 
 import re
-import sys
 
 import pytest
 
-from spade import templates
-from spade.selfplay import prompts
-from spade.templates.mini import MINI_EVAL_FAMILIES, MINI_FAMILIES
+from spade import prompts, templates
 from spade.warmstart.data import (
     COMPACT_FAMILIES,
-    eval_families,
-    eval_programs,
     prompts_format,
     source_fingerprint,
     template_examples,
@@ -28,7 +23,7 @@ def compact() -> list:
 
 
 def test_eval_families_are_one_per_game_skill_and_never_trained(monkeypatch) -> None:
-    held_out = eval_families()
+    held_out = templates.eval_families()
     assert len(held_out) == len(templates.SKILL_FAMILIES) == 6
     for skill, names in templates.SKILL_FAMILIES.items():
         assert len(set(held_out) & set(names)) == 1, skill
@@ -77,7 +72,9 @@ def test_agent_turns_replay_solutions_in_the_agent_prompt(compact) -> None:
 
 
 def test_full_form_keeps_the_full_contract_and_difficulty_defaults() -> None:
-    full = template_examples(count=12, agent_programs=0, form="full", exclude=eval_families())
+    full = template_examples(
+        count=12, agent_programs=0, form="full", exclude=templates.eval_families()
+    )
     assert len(full) == 12
     for e in full:
         assert "reset(seed=None)" in str(e.messages[0]["content"])
@@ -86,30 +83,3 @@ def test_full_form_keeps_the_full_contract_and_difficulty_defaults() -> None:
 
 def test_fingerprint_covers_the_scaffolds() -> None:
     assert len(source_fingerprint()) == 64
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
-def test_eval_programs_are_deterministic_valid_environments() -> None:
-    import asyncio
-
-    from spade.envs.validate import ValidatorConfig, validate_many
-    from spade.sandbox import Sandbox
-
-    programs = eval_programs()
-    assert [p.code for p in programs] == [p.code for p in eval_programs()]
-    # 12 template renders of held-out families, 6 held-out mini families, 12 trained ones
-    assert len({p.env_id for p in programs}) == len(programs) == 30
-    assert {p.skill for p in programs} == set(templates.SKILL_FAMILIES)
-    families = [p.source.rsplit("/", 1)[0] for p in programs]
-    held_out = [f for f in families if not f.startswith("eval:mini-seen:")]
-    assert sorted({f.split(":")[-1] for f in held_out}) == sorted(
-        {*eval_families(), *MINI_EVAL_FAMILIES}
-    )
-    seen = {f.split(":")[-1] for f in families if f.startswith("eval:mini-seen:")}
-    assert seen == set(MINI_FAMILIES) - set(MINI_EVAL_FAMILIES)
-
-    async def run() -> list:
-        async with Sandbox() as sandbox:
-            return await validate_many(programs, sandbox, ValidatorConfig(probe_seeds=4))
-
-    assert [v.failures for v in asyncio.run(run())] == [()] * len(programs)

@@ -172,7 +172,7 @@ def test_lora_bootstrap_is_merged_into_a_plain_model_folder(make_local, tmp_path
     assert changed and all("lora" not in n for n in changed)  # the adapters were merged in
 
 
-@pytest.mark.parametrize("fmt", [PLAIN_FORMAT, None], ids=["plain", "spade.selfplay.prompts"])
+@pytest.mark.parametrize("fmt", [PLAIN_FORMAT, None], ids=["plain", "spade.prompts"])
 def test_formats_render_designer_and_agent_turns(fmt):
     fmt = fmt or prompts_format()
     designer = fmt.designer_prompt("Optimization", 1)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from spade.selfplay.rundir import atomic_write_text
+from spade.files import atomic_write_text
 from spade.types import Program, skill_slug
 
 MANIFEST = "spade_envs.json"

@@ -19,15 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from spade import config as config_io
+from spade.backends.base import Models
 from spade.config import TrainConfig, UsageError
 from spade.envs import bundled
 from spade.envs.pool import Pool
-from spade.evals import before_after as run_evals
+from spade.evals import before_after
+from spade.files import atomic_write_text
 from spade.rewards import make_designer_reward
 from spade.sandbox import make_sandbox
-from spade.selfplay.loop import Models, run_iteration, time_totals
+from spade.selfplay.loop import run_iteration, time_totals
 from spade.selfplay.models import build_models, fsdp_model_path, resolve_model
-from spade.selfplay.rundir import LoopState, atomic_write_text, checkpoint, read_metrics, restore
+from spade.selfplay.rundir import LoopState, checkpoint, read_metrics, restore
 from spade.selfplay.tracking import check_available, open_trackers
 from spade.types import Program, Verdict
 
@@ -40,12 +42,12 @@ def mini_seed_programs(tries: int = 20) -> tuple[Program, ...]:
     """One compact program of each mini family the warm start trains on (`cfg.mini_seeds`),
     rendered with a seed of their own, source `mini-seed:<family>`; deterministic.
 
-    No seed is a near-duplicate of an evaluation program (`spade.warmstart.data.eval_programs`): a
+    No seed is a near-duplicate of an evaluation program (`spade.evals.sets.eval_programs`): a
     family's renders are drawn until one is not (up to `tries`), and a family whose every
     render is one (a family with few variants) has no seed."""
     from spade.envs.validate import ValidatorConfig, check_duplicates
+    from spade.evals.sets import eval_programs
     from spade.templates.mini import MINI_EVAL_FAMILIES, MINI_FAMILIES, render_mini
-    from spade.warmstart.data import eval_programs
 
     evaluation, cfg = eval_programs(), ValidatorConfig()
     out = []
@@ -123,8 +125,8 @@ def train(
             f"{run_dir} already holds a run: pass --resume {run_dir}, or choose another --run-dir"
         )
     for spec in cfg.eval_suites:
-        run_evals.split_suite_spec(spec)
-    run_evals.check_config(cfg)
+        before_after.split_suite_spec(spec)
+    before_after.check_config(cfg)
     missing = check_available(cfg.log)  # before minutes of model loading, not after
     if missing:
         raise UsageError(missing)
@@ -164,10 +166,10 @@ def train(
             evals = _read_json(run_dir / "eval.json")
             # the before-cache holds a model folder's outcomes: not after a restored checkpoint
             use_cache = state.iteration == 0
-            run_evals.heldout_phase(
+            before_after.heldout_phase(
                 evals, "before", models, sandbox, cfg, run_async, show, use_cache=use_cache
             )
-            run_evals.suites_phase(evals, "before", models, cfg, run_async, show)
+            before_after.suites_phase(evals, "before", models, cfg, run_async, show)
             with _Progress(cfg.iterations, state.iteration, progress_bars) as bar:
                 for it in range(state.iteration + 1, cfg.iterations + 1):
                     metrics = run_iteration(
@@ -182,11 +184,11 @@ def train(
                         run_async,
                         bar.phase,
                     )
-                    if run_evals.curve_due(cfg, it):  # the learning curve, before the checkpoint
+                    if before_after.curve_due(cfg, it):  # the learning curve, before the checkpoint
                         bar.phase("eval")
                         started = time.perf_counter()
                         metrics["near_subset_win_rate"] = run_async(
-                            run_evals.near_subset_rate(models, sandbox, cfg)
+                            before_after.near_subset_rate(models, sandbox, cfg)
                         )
                         metrics["time/eval_s"] = time.perf_counter() - started
                     metrics["peak_rss_mib"] = peak_rss_mib()
@@ -196,9 +198,9 @@ def train(
                     if trackers is not None:
                         trackers.send([metrics])
                     bar.done(metrics)
-            run_evals.heldout_phase(evals, "after", models, sandbox, cfg, run_async, show)
-            run_evals.suites_phase(evals, "after", models, cfg, run_async, show)
-            for line in run_evals.paired_lines(evals):
+            before_after.heldout_phase(evals, "after", models, sandbox, cfg, run_async, show)
+            before_after.suites_phase(evals, "after", models, cfg, run_async, show)
+            for line in before_after.paired_lines(evals):
                 show(line)
         finally:
             if trackers is not None:
@@ -217,8 +219,8 @@ def train(
     summary["iterations"] = read_metrics(run_dir / "metrics.jsonl")[0]
     summary["time"] = time_totals(summary["iterations"])  # seconds per phase, whole run
     if "paired" in summary["eval"]:  # per set: before, after, difference and its interval
-        summary["paired"] = run_evals.paired_brief(summary["eval"])
-    summary["learning_curve"] = run_evals.learning_curve(summary["eval"], summary["iterations"])
+        summary["paired"] = before_after.paired_brief(summary["eval"])
+    summary["learning_curve"] = before_after.learning_curve(summary["eval"], summary["iterations"])
     _write_json(run_dir / "summary.json", summary)
     return summary
 

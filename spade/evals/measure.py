@@ -29,6 +29,7 @@ from spade.evals.winrate import result_of
 from spade.sandbox import Sandbox
 from spade.selfplay.designer import design
 from spade.types import GAME_SKILLS
+from spade.warmstart.data import training_programs
 
 
 def form_of(code: str) -> str:
@@ -42,30 +43,6 @@ def nearest_training_similarity(code: str, training: Sequence[frozenset[Any]]) -
     """The highest token 5-gram Jaccard similarity of `code` to a training program."""
     mine = shingles(code)
     return max((len(mine & t) / max(len(mine | t), 1) for t in training), default=0.0)
-
-
-def training_programs(
-    seed: int = 0,
-    form: str = "compact",
-    families: Sequence[str] | None = None,
-    mini: int | None = None,
-    count: int | None = None,
-) -> list[str]:
-    """The code of the Designer targets of the default warm start (to spot memorised copies);
-    `families`, `mini` and `count` as in `warm_start_examples` (None: its default)."""
-    from spade.warmstart.data import (
-        COMPACT_COUNT,
-        COMPACT_MINI,
-        FULL_COUNT,
-        designer_programs,
-        training_families,
-    )
-
-    compact = form == "compact"
-    count = count if count is not None else COMPACT_COUNT if compact else FULL_COUNT
-    mini = mini if mini is not None else COMPACT_MINI if compact else 0
-    programs = designer_programs(count, seed, form, training_families(form, families), mini)
-    return [r.code for r in programs]
 
 
 def _rate(result: Any) -> dict[str, Any]:
@@ -103,8 +80,8 @@ def measure_model(
     `agent=False` measures the Designer only; `families`, `mini` and `count` are the warm start's
     (`warm_start_examples`; None: its defaults), to spot copies of its training programs.
     `show` receives a line as each phase starts and ends (`spade bootstrap` prints them)."""
-    from spade.evals import before_after as run_evals
-    from spade.selfplay.loop import Models
+    from spade.backends.base import Models
+    from spade.evals import before_after
     from spade.selfplay.models import local_backend
 
     started = time.monotonic()
@@ -139,7 +116,7 @@ def measure_model(
                     return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
                 evals["before"] = await asyncio.to_thread(
-                    run_evals.paired_phase, "before", models, sandbox, TINY_CPU, run_async, show
+                    before_after.paired_phase, "before", models, sandbox, TINY_CPU, run_async, show
                 )
             return verdicts
 
@@ -168,7 +145,7 @@ def measure_model(
         "seconds": round(time.monotonic() - started, 1),
     }
     if "before" in evals:
-        sets = {e.name: e for e in run_evals.paired_sets()}
+        sets = {e.name: e for e in before_after.paired_sets()}
         for name, record in evals["before"]["sets"].items():
             evalset = sets[name]
             result = result_of(evalset.programs, [b == "1" for b in record["outcomes"]])

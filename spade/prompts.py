@@ -6,7 +6,7 @@ these renderings (designer prompt -> seed code + hint), so any change of wording
 input distribution.
 
 - The environment contract the Designer sees is quoted from `docs/environments.md` in fragments
-  (`CONTRACT_*`); `tests/selfplay/test_prompts.py` checks that every fragment still appears in that
+  (`CONTRACT_*`); `tests/test_prompts.py` checks that every fragment still appears in that
   page, so the page stays the one source of truth.
 - The Designer's reply format (`REPLY_FORMAT`) and the prompt layout are documented once in
   `docs/designer.md` (a test checks the doc quotes `REPLY_FORMAT` verbatim).

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from spade.selfplay import prompts
-from spade.selfplay.prompts import (
+from spade import prompts
+from spade.prompts import (
     ALL_CONTRACT_FRAGMENTS,
     REPLY_FORMAT,
     REPLY_FORMAT_CODE_ONLY,
@@ -22,7 +22,7 @@ from spade.selfplay.prompts import (
 )
 from spade.types import Program
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def _normalise(text: str) -> str:
@@ -218,7 +218,7 @@ def test_compact_form_is_for_games_only_and_checked() -> None:
 
 
 def test_the_compact_example_is_quoted_in_the_contract_page_and_is_admitted() -> None:
-    page = (Path(__file__).resolve().parents[2] / "docs" / "environments.md").read_text()
+    page = (Path(__file__).resolve().parents[1] / "docs" / "environments.md").read_text()
     assert prompts.COMPACT_EXAMPLE in page
     from tests.test_scaffolds import TIMES
 

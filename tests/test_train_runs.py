@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 import test_loop_values as values  # tests/ is on sys.path
 
-from spade.backends.base import Prompt
+from spade.backends.base import Models, Prompt
 from spade.config import DesignConfig, PlayConfig
 from spade.envs.pool import Pool
 from spade.envs.validate import ValidatorConfig
-from spade.evals import before_after as run_evals
-from spade.selfplay.loop import Models
-from spade.selfplay.prompts import designer_reply
-from spade.selfplay.train import train
+from spade.evals import before_after
+from spade.prompts import designer_reply
+from spade.train import train
 from spade.types import Program, env_id_of
 from tests.support import loopkit
 from tests.support.scripted import ScriptedPolicy, decode
@@ -36,7 +35,7 @@ def _magic_run(run_dir: Path, models: Models, **overrides: object) -> dict:
 def test_heldout_evaluation_before_and_after_is_written_once(tmp_path: Path, monkeypatch) -> None:
     # the held-out set is MAGIC alone, on eval seeds 0 and 1: the scripted Agent wins seed 0
     # (even) and loses seed 1, so each evaluation is 1 win in 2 episodes
-    monkeypatch.setattr(run_evals, "heldout_for", lambda cfg: [MAGIC])
+    monkeypatch.setattr(before_after, "heldout_for", lambda cfg: [MAGIC])
     models, _ = loopkit.scripted_models()
     summary = _magic_run(
         tmp_path / "run", models, iterations=1, no_design=True, heldout_eval=True, eval_seeds=2
@@ -52,7 +51,7 @@ def test_heldout_evaluation_before_and_after_is_written_once(tmp_path: Path, mon
         assert evals[phase]["errors"] == 0
     # a resumed, finished run does not evaluate again
     calls = []
-    monkeypatch.setattr(run_evals, "heldout_for", lambda cfg: calls.append(1) or [MAGIC])
+    monkeypatch.setattr(before_after, "heldout_for", lambda cfg: calls.append(1) or [MAGIC])
     train(
         loopkit.small_config(tmp_path / "run"),
         resume=True,
@@ -70,16 +69,16 @@ def test_the_heldout_set_follows_the_setting() -> None:
 
     def skills(*names: str) -> set[str]:
         cfg = TrainConfig(design=DesignConfig(skills=names), eval_set="bundled")
-        return {p.skill for p in run_evals.heldout_for(cfg)}
+        return {p.skill for p in before_after.heldout_for(cfg)}
 
     everything = {p.skill for p in bundled.heldout_programs()}
     assert skills(GAME_SKILLS[0]) == everything & set(GAME_SKILLS) != set()
     assert skills(TOOL_SKILLS[0]) == everything & set(TOOL_SKILLS) != set()
     assert skills(GAME_SKILLS[0], TOOL_SKILLS[0]) == everything
     assert skills("Magic Numbers") == set()
-    from spade.warmstart.data import eval_programs
+    from spade.evals.sets import eval_programs
 
-    families = run_evals.heldout_for(TrainConfig())  # the default: held-out template families
+    families = before_after.heldout_for(TrainConfig())  # the default: held-out template families
     assert [p.code for p in families] == [p.code for p in eval_programs()]
     assert {p.skill for p in families} == set(GAME_SKILLS)
 
@@ -274,7 +273,7 @@ def test_suites_are_evaluated_before_and_after_and_resumed_per_suite(
     models = Models(agent, trainer, scripted.designer, scripted.designer_trainer)
     specs = ("humaneval", "nosuchsuite")
     overrides = dict(no_design=True, heldout_eval=True, eval_suites=specs, eval_suite_limit=2)
-    monkeypatch.setattr(run_evals, "heldout_for", lambda cfg: [MAGIC])
+    monkeypatch.setattr(before_after, "heldout_for", lambda cfg: [MAGIC])
     summary = _magic_run(tmp_path / "run", models, iterations=1, **overrides)
     evals = json.loads((tmp_path / "run" / "eval.json").read_text())
     assert summary["eval"] == evals and set(evals["suites"]) == {"before", "after"}
@@ -287,9 +286,9 @@ def test_suites_are_evaluated_before_and_after_and_resumed_per_suite(
     del evals["suites"]["after"]
     (tmp_path / "run" / "eval.json").write_text(json.dumps(evals))
     asked: list[str] = []
-    real = run_evals._suite
+    real = before_after._suite
     monkeypatch.setattr(
-        run_evals, "_suite", lambda m, c, spec: asked.append(spec) or real(m, c, spec)
+        before_after, "_suite", lambda m, c, spec: asked.append(spec) or real(m, c, spec)
     )
     train(
         loopkit.small_config(tmp_path / "run"),
@@ -324,7 +323,7 @@ def test_every_recipe_names_suites_that_exist() -> None:
         # a recipe evaluates on a public suite: its own, or the paired far set's reasoning-gym
         assert recipe.eval_suites or recipe.eval_set == "paired"
         for spec in recipe.eval_suites:
-            name, level = run_evals.split_suite_spec(spec)
+            name, level = before_after.split_suite_spec(spec)
             if name.startswith("reasoning-gym"):  # the default's: built as the run builds it
                 assert suite_programs(name, limit=2, level=level)
 

@@ -16,13 +16,12 @@ from typing import Any
 
 import pytest
 
-from spade.backends.base import Message
+from spade.backends.base import Message, Models
 from spade.envs.pool import Pool
-from spade.evals import before_after as run_evals
+from spade.evals import before_after
 from spade.evals import sets as evalsets
 from spade.evals.sets import EvalSet
-from spade.selfplay.loop import Models
-from spade.selfplay.train import describe_models, peak_rss_mib, train
+from spade.train import describe_models, peak_rss_mib, train
 from tests.support import loopkit  # tests/ is on sys.path (pytest's rootdir-relative import)
 from tests.support.scripted import ScriptedPolicy
 
@@ -47,8 +46,8 @@ def test_the_local_backend_is_described_by_path_size_and_precision(
 ) -> None:
     pytest.importorskip("torch")
     monkeypatch.setenv("SPADE_CACHE_DIR", str(tmp_path / "cache"))
+    from spade.backends.base import Models
     from spade.backends.local import LocalBackend, LocalConfig
-    from spade.selfplay.loop import Models
 
     backend = LocalBackend(LocalConfig(model="tiny-test", precision="fp32"))
     described = describe_models(Models(backend, backend, backend, backend))
@@ -140,7 +139,7 @@ def test_the_before_of_a_model_folder_is_computed_once_and_cached(
 ) -> None:
     monkeypatch.setenv("SPADE_CACHE_DIR", str(tmp_path / "cache"))
     sets = _small_sets()
-    monkeypatch.setattr(run_evals, "paired_sets", lambda: sets)
+    monkeypatch.setattr(before_after, "paired_sets", lambda: sets)
     folder = tmp_path / "model"
     folder.mkdir()
     (folder / "model.safetensors").write_bytes(b"weights v1")
@@ -157,7 +156,7 @@ def test_the_before_of_a_model_folder_is_computed_once_and_cached(
 
         def before(cfg: Any = cfg, use_cache: bool = True) -> tuple[dict, list[int]]:
             models, policy = counting_models()
-            record = run_evals.paired_phase(
+            record = before_after.paired_phase(
                 "before", models, run_async.sandbox, cfg, run_async, shown.append, use_cache
             )
             return record, policy.calls
@@ -190,7 +189,7 @@ def test_the_before_of_a_model_folder_is_computed_once_and_cached(
         assert before()[1] == []
         # "after" is never read from the cache
         models, policy = counting_models()
-        run_evals.paired_phase("after", models, run_async.sandbox, cfg, run_async, shown.append)
+        before_after.paired_phase("after", models, run_async.sandbox, cfg, run_async, shown.append)
         assert policy.calls == [3, 2]
 
 
@@ -198,7 +197,7 @@ def test_a_paired_run_reports_before_after_difference_interval_and_a_learning_cu
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sets = _small_sets()
-    monkeypatch.setattr(run_evals, "paired_sets", lambda: sets)
+    monkeypatch.setattr(before_after, "paired_sets", lambda: sets)
     trainer = loopkit.FakeTrainer()
     agent = _agent(sets, trained=lambda: bool(trainer.updates))  # right after its first update
     models = Models(agent, trainer, agent, trainer)
@@ -258,11 +257,11 @@ def test_a_paired_run_reports_before_after_difference_interval_and_a_learning_cu
     due = [
         it
         for it in (1, 2, 3)
-        if run_evals.curve_due(dataclasses.replace(cfg, iterations=3, eval_every=2), it)
+        if before_after.curve_due(dataclasses.replace(cfg, iterations=3, eval_every=2), it)
     ]
     assert due == [2, 3]
-    assert not run_evals.curve_due(dataclasses.replace(cfg, heldout_eval=False), 2)
-    assert not run_evals.curve_due(dataclasses.replace(cfg, eval_every=0), 2)
+    assert not before_after.curve_due(dataclasses.replace(cfg, heldout_eval=False), 2)
+    assert not before_after.curve_due(dataclasses.replace(cfg, eval_every=0), 2)
 
 
 def test_the_small_recipe_evaluates_on_the_paired_sets_greedily() -> None:
@@ -270,10 +269,10 @@ def test_the_small_recipe_evaluates_on_the_paired_sets_greedily() -> None:
 
     assert TINY_CPU.eval_set == "paired" and TINY_CPU.eval_temperature == 0.0
     assert (TINY_CPU.eval_every, TINY_CPU.eval_subset) == (4, 63)
-    assert len(run_evals.heldout_for(TINY_CPU)) == sum(
+    assert len(before_after.heldout_for(TINY_CPU)) == sum(
         len(s.programs) for s in evalsets.paired_sets()
     )
     with pytest.raises(UsageError, match="eval-every"):
-        run_evals.check_config(TrainConfig(eval_every=-1))
+        before_after.check_config(TrainConfig(eval_every=-1))
     with pytest.raises(UsageError, match="eval-subset"):
-        run_evals.check_config(TrainConfig(eval_subset=0))
+        before_after.check_config(TrainConfig(eval_subset=0))
