@@ -10,7 +10,8 @@ site-packages) and by trusted code for the pure parsing helpers. It implements t
   budget (the reference's order), falling back to `max_turns=`;
 - `ToolUseBaseEnv`: the tool-use base class, available to generated files without import;
 - `QuestionEnv`, `GameEnv` (`scaffolds.py`): compact bases, a fresh copy for every file;
-- `extract_boxed()`, `parse_tool_calls()`, `parse_answer()`, `answers_match()`: action parsing.
+- `extract_boxed()`, `boxed_contents()`, `parse_tool_calls()`, `parse_answer()`,
+  `answers_match()`: action parsing (trusted code's one `\\boxed{}` parser too).
 
 Nothing here is a security boundary: code running in the worker can monkeypatch all of it. The
 trusted supervisor re-validates every result it receives.
@@ -151,21 +152,47 @@ def turn_cap(env: typing.Any, budget: int) -> int:
 # --- action parsing -------------------------------------------------------------------------
 
 
-def extract_boxed(text: str) -> str | None:
-    """Content of the first `\\boxed{...}` in `text`, braces balanced; None if there is none."""
-    start = text.find("\\boxed{")
-    if start < 0:
-        return None
-    i = start + len("\\boxed{")
+_BOX = "\\boxed{"
+
+
+def _box_end(text: str, start: int) -> int | None:
+    """Index of the brace that closes a box whose content starts at `start` (braces balanced);
+    None if the box is never closed."""
     depth = 1
-    for j in range(i, len(text)):
+    for j in range(start, len(text)):
         if text[j] == "{":
             depth += 1
         elif text[j] == "}":
             depth -= 1
             if depth == 0:
-                return text[i:j]
+                return j
     return None
+
+
+def extract_boxed(text: str) -> str | None:
+    """Content of the first `\\boxed{...}` in `text`, braces balanced; None if there is none
+    (or the first one is never closed)."""
+    start = text.find(_BOX)
+    if start < 0:
+        return None
+    i = start + len(_BOX)
+    end = _box_end(text, i)
+    return None if end is None else text[i:end]
+
+
+def boxed_contents(text: str) -> list[str]:
+    """Content of every `\\boxed{...}` in `text`, braces balanced, in the order they open (a box
+    inside another counts too); boxes never closed are skipped. The hint gate
+    (`spade.rewards.solution_strings`) searches hints for these."""
+    found = []
+    start = text.find(_BOX)
+    while start != -1:
+        i = start + len(_BOX)
+        end = _box_end(text, i)
+        if end is not None:
+            found.append(text[i:end])
+        start = text.find(_BOX, start + 1)
+    return found
 
 
 def game_action(reply: str) -> str:
