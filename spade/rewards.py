@@ -36,6 +36,8 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from spade.sandbox.runtime import boxed_contents
+
 INVALID_DESIGN_REWARD = -1.0
 """Reward of a failed design attempt (no code, invalid code, rejected by validation or as a
 copy of a warm-start training program).
@@ -186,26 +188,12 @@ class DesignStats:
 # Hint gates
 
 
-def _balanced_contents(text: str, opener: str) -> list[str]:
-    """Contents of every `opener{...}` in text, honouring nested braces (unclosed: skipped)."""
-    found = []
-    start = text.find(opener)
-    while start != -1:
-        i, depth = start + len(opener), 1
-        while i < len(text) and depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-        if depth == 0:
-            found.append(text[start + len(opener) : i - 1])
-        start = text.find(opener, start + 1)
-    return found
-
-
 def solution_strings(reply: str) -> list[str]:
     """The strings a hint must not contain for one solution reply: the reply itself, each
-    `\\boxed{}` content and each `<answer>` content, those of at least MIN_LEAK_CHARS."""
+    `\\boxed{}` content (found by the runtime's parser, `boxed_contents`) and each `<answer>`
+    content, those of at least MIN_LEAK_CHARS."""
     candidates = [reply]
-    candidates += _balanced_contents(reply, "\\boxed{")
+    candidates += boxed_contents(reply)
     candidates += re.findall(r"<answer>(.*?)</answer>", reply, flags=re.DOTALL | re.IGNORECASE)
     out = []
     for c in candidates:

@@ -21,7 +21,7 @@ from spade import config as config_io
 from spade.backends.base import SamplingParams
 from spade.config import RECIPES, TINY_CPU, DesignConfig, ModelConfig, TrainConfig, UsageError
 from spade.envs import bundled
-from spade.sandbox.runtime import standalone
+from spade.sandbox.standalone import standalone
 from spade.types import GAME_SKILLS, Program, skill_slug
 from spade.warmstart.finetune import DEFAULT_STEPS
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from spade.envs.episode import Policy, replay, run_episode
 from spade.envs.probes import blind_probes, copy_probes, tokens
-from spade.sandbox import SandboxAPI, SandboxError
+from spade.sandbox import ErrorKind, SandboxAPI, SandboxError
 from spade.sandbox.runtime import env_class_names
 from spade.types import CheckFailure, Episode, Program, Verdict
 
@@ -193,7 +193,7 @@ def report_row(verdict: Verdict) -> dict[str, Any]:
     return {**verdict.to_json(), "checks": rows}
 
 
-_KIND_TO_CHECK = {
+_KIND_TO_CHECK: dict[ErrorKind, str] = {
     "timeout": "resource",
     "crashed": "resource",
     "exception": "exception",

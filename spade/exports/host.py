@@ -23,8 +23,7 @@ from typing import Any, TypeVar
 from spade.envs.bundle import Bundle, BundledEnv, read_bundle
 from spade.envs.episode import to_action
 from spade.exports.gem_import import sandbox_config_for
-from spade.sandbox import SandboxAPI, SandboxError, SessionAPI, make_sandbox
-from spade.sandbox.supervisor import StepResult
+from spade.sandbox import SandboxAPI, SandboxError, SessionAPI, StepResult, make_sandbox
 
 T = TypeVar("T")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from spade.sandbox.supervisor import LoadInfo, SandboxConfig, StepResult
+from spade.sandbox.contract import LoadInfo, SandboxConfig, StepResult
 
 
 class SessionAPI(Protocol):

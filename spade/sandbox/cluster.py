@@ -25,7 +25,8 @@ import dataclasses
 import os
 from typing import Any
 
-from spade.sandbox.supervisor import LoadInfo, Sandbox, SandboxConfig, SandboxError, StepResult
+from spade.sandbox.contract import ErrorKind, LoadInfo, SandboxConfig, SandboxError, StepResult
+from spade.sandbox.supervisor import Sandbox
 
 SESSIONS_PER_CPU = 32
 """Default open sessions per CPU of a host: a session mostly waits for the model's next reply."""
@@ -33,7 +34,7 @@ HOST_GRACE_S = 30.0
 """Added to the sandbox's own deadline for a call to a host (Ray transport and queueing)."""
 
 
-def _error(exc: SandboxError) -> tuple[str, str, str, str]:
+def _error(exc: SandboxError) -> tuple[str, ErrorKind, str, str]:
     return ("err", exc.kind, exc.message, exc.detail)
 
 

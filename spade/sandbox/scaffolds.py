@@ -26,7 +26,7 @@ scaffold the Designer writes only what makes the task itself, and the base does 
 Programs that use them are ordinary environments (same sandbox, validator, pool, export). This
 file is standard library only and self-contained, because it has three readers: the runtime
 executes its source into a fresh namespace for every environment file (so a program that
-tampers with a base class changes only its own copy), `standalone()` in the runtime inlines it
+tampers with a base class changes only its own copy), `standalone()` (standalone.py) inlines it
 into exported files for the paper's reference runtime, and trusted code imports it for tests.
 Every name it defines at top level is a scaffold or starts with `_spade_`; no class here is
 discovered as an environment (`QuestionEnv` / `GameEnv` are skipped by the loader, like

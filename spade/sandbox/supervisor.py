@@ -1,5 +1,10 @@
 """The trusted side of the sandbox: starts workers, talks to them, kills them, checks every reply.
 
+This module holds the `Sandbox`: the zygote it starts, the workers it forks from it (or strict
+ones, a fresh interpreter each), the warm pool, and closing it all. A worker's session, the
+calls and the checks on every reply, is `Session` in session.py; the limits, records and error
+both share are in contract.py.
+
 Threat model. Environment programs are written by a model and are assumed buggy or hostile: they
 may loop forever, exhaust memory, processes, file descriptors or disk, read files and environment
 variables, open sockets, spawn or signal processes, tamper with the worker's own code, exit in any
@@ -10,12 +15,12 @@ whose deserialisation runs code. The sandbox guarantees, for every such program,
    zygote that was started with an empty environment, so no secret of the trainer is in its memory;
 2. the worker is confined by the layers in `isolation.py`: namespaces (no network), a capped
    private tmpfs, cgroup pids/memory limits, rlimits, an unprivileged uid, Landlock and seccomp;
-3. every call has a deadline enforced from here with SIGKILL (through a pidfd, no pid reuse race),
-   and a session has a whole-episode budget; the worker also has a CPU rlimit;
+3. every call has a deadline enforced from the trusted side with SIGKILL (through a pidfd, no pid
+   reuse race), and a session has a whole-episode budget; the worker also has a CPU rlimit;
 4. only length-prefixed JSON frames cross the boundary, on dedicated pipes, with the size checked
    before the payload is read; stdout/stderr are captured with a cap and never parsed;
-5. every reply is re-validated here (types, arity, finiteness, ranges, sizes); nothing the worker
-   says about itself is trusted;
+5. every reply is re-validated on the trusted side (session.py: types, arity, finiteness, ranges,
+   sizes); nothing the worker says about itself is trusted;
 6. closing a session or the sandbox leaves no process, cgroup or file behind, and no sandbox
    process outlives this one however it ends (see lifecycle.py): HOME and the XDG directories
    of every sandbox process are in its scratch space, never the host's home.
@@ -31,9 +36,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import contextlib
-import dataclasses
 import json
-import math
 import os
 import shutil
 import signal
@@ -42,11 +45,11 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from spade.sandbox import frames, isolation
+from spade.sandbox.contract import SandboxConfig, SandboxError
+from spade.sandbox.session import Session
 
 WORKER = str(Path(__file__).with_name("worker.py"))
 LAYERS = (
@@ -59,14 +62,6 @@ LAYERS = (
     "unprivileged_uid",
     "seccomp",
 )
-DEFAULT_PRELOAD = (
-    "math random re json itertools collections functools string copy heapq operator statistics "
-    "typing inspect fractions decimal bisect dataclasses enum textwrap hashlib datetime time "
-    "numbers "
-    "array struct cmath difflib pprint abc contextlib types warnings weakref io base64 "
-    "unicodedata zlib secrets calendar graphlib csv _strptime locale fnmatch queue threading "
-    "traceback numpy math_verify"
-).split()
 
 
 def strict_preload(preload: tuple[str, ...], code: str) -> tuple[str, ...]:
@@ -87,85 +82,6 @@ def strict_preload(preload: tuple[str, ...], code: str) -> tuple[str, ...]:
             imported.add(node.module.split(".")[0])
     keep = sys.stdlib_module_names | imported
     return tuple(m for m in preload if m.split(".")[0] in keep)
-
-
-@dataclasses.dataclass(frozen=True)
-class SandboxConfig:
-    """Limits and behaviour of sandbox workers. Every limit applies per worker (one session)."""
-
-    call_timeout_s: float = 5.0
-    """Deadline of one reset, step, tool call or solution() call."""
-    load_timeout_s: float = 10.0
-    """Deadline for starting the worker, executing the file and constructing the environment."""
-    episode_timeout_s: float = 120.0
-    """Time a session's environment may spend in calls, all calls together (the time a model
-    takes between calls does not count)."""
-    cpu_seconds: int = 60
-    """CPU-time rlimit of a worker (hard limit + 1 s delivers SIGKILL)."""
-    memory_mb: int = 1024
-    """Address-space rlimit of a worker (the zygote's mappings, numpy included, count too)."""
-    cgroup_memory_mb: int = 256
-    """Memory cgroup limit of a worker, where a cgroup hierarchy is writable."""
-    pids_max: int = 16
-    """Processes and threads per worker (cgroup pids controller)."""
-    nproc: int = 4096
-    """RLIMIT_NPROC after the uid drop (counts every process of the sandbox uid: a backstop)."""
-    nofile: int = 64
-    """Open file descriptors per worker."""
-    file_mb: int = 8
-    """Largest file a worker may write (RLIMIT_FSIZE)."""
-    tmpfs_mb: int = 64
-    """Size of each worker's private scratch tmpfs (its working directory and $TMPDIR)."""
-    max_reply_bytes: int = 1 << 20
-    """Largest reply frame accepted from a worker; a larger one kills it."""
-    max_output_bytes: int = 64 << 10
-    """Captured stdout+stderr kept per session; the rest is read and dropped."""
-    max_observation_chars: int = 20_000
-    """Largest observation accepted from an environment."""
-    reward_bound: float = 10.0
-    """Rewards must be finite and within [-reward_bound, reward_bound]."""
-    uid: int = isolation.NOBODY
-    """The unprivileged uid/gid workers run as (when started as root)."""
-    require_full_isolation: bool = False
-    """Refuse to start unless every isolation layer is active."""
-    preload: tuple[str, ...] = tuple(DEFAULT_PRELOAD)
-    """Modules the zygote imports before forking (workers may not be able to import later)."""
-    warm_workers: int = 4
-    """Forked, isolated workers kept waiting for code, so a session starts without a fork."""
-
-
-class SandboxError(Exception):
-    """A call into an environment failed. `kind` says how; the worker may be dead afterwards.
-
-    kinds: "timeout", "crashed" (worker died), "exception" (the environment raised),
-    "invalid" (a reply that breaks the contract), "protocol" (malformed or oversized frame,
-    unsolicited reply), "closed" (the session was already closed).
-    """
-
-    def __init__(self, kind: str, message: str, detail: str = "") -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-        self.message = message
-        self.detail = detail
-
-
-@dataclasses.dataclass(frozen=True)
-class LoadInfo:
-    class_name: str
-    kind: str  # "game" or "tool"
-    tools: tuple[dict[str, Any], ...]
-    has_solution: bool
-    max_turns: int = 0
-    """The episode's turn cap: the game's own `max_turns`, at most the budget (0: the budget)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class StepResult:
-    observation: str
-    reward: float
-    terminated: bool
-    truncated: bool
-    info: dict[str, Any]
 
 
 # Shared libraries that C extensions load after isolation (`_sqlite3` needs libsqlite3, `_ssl`
@@ -191,336 +107,6 @@ def _read_paths() -> list[str]:
 
 def _sys_path() -> list[str]:
     return [p for p in sys.path if p.endswith("site-packages") and os.path.isdir(p)]
-
-
-class _Reader(asyncio.Protocol):
-    """Frames from a worker's reply pipe; checks each length before buffering its payload."""
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.buf = bytearray()
-
-    def data_received(self, data: bytes) -> None:
-        self.buf += data
-        while len(self.buf) >= 4:
-            (length,) = frames.HEADER.unpack_from(self.buf)
-            if length > self.session.config.max_reply_bytes:
-                self.buf.clear()
-                self.session._fail(
-                    "protocol",
-                    f"reply frame of {length} bytes exceeds the "
-                    f"{self.session.config.max_reply_bytes}-byte cap",
-                )
-                return
-            if len(self.buf) < 4 + length:
-                return
-            payload = bytes(self.buf[4 : 4 + length])
-            del self.buf[: 4 + length]
-            try:
-                self.session._on_frame(payload)
-            except Exception as exc:  # noqa: BLE001 - a reply we cannot handle is a protocol fault
-                self.buf.clear()
-                self.session._fail("protocol", f"unreadable reply: {type(exc).__name__}: {exc}")
-                return
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.session._on_eof()
-
-
-class _Output(asyncio.Protocol):
-    """Captured stdout/stderr: keeps the first max_output_bytes, drains and counts the rest."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.kept = bytearray()
-        self.dropped = 0
-
-    def data_received(self, data: bytes) -> None:
-        room = self.cap - len(self.kept)
-        self.kept += data[:room]
-        self.dropped += max(0, len(data) - room)
-
-
-class Session:
-    """One environment instance in one worker process. Use through `Sandbox.open`."""
-
-    def __init__(self, sandbox: Sandbox, config: SandboxConfig) -> None:
-        self.sandbox = sandbox
-        self.config = config
-        self.pid = 0
-        self.pidfd = -1
-        self.layers: dict[str, str | None] = {}
-        self.info: LoadInfo | None = None
-        self.env_seconds = 0.0
-        """Time spent inside environment calls; the episode budget is charged with it."""
-        self._pending: asyncio.Future[Any] | None = None
-        self._hello: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self.exit_status: asyncio.Future[dict[str, int]] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self._writer: asyncio.WriteTransport | None = None
-        self._transports: list[asyncio.BaseTransport] = []
-        self._output = _Output(config.max_output_bytes)
-        self._dead: SandboxError | None = None
-        self._scratch: str | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    # -- plumbing ---------------------------------------------------------------------------
-
-    async def _attach(self, req_w: int, rep_r: int, out_r: int) -> None:
-        loop = asyncio.get_running_loop()
-        wt, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(req_w, "wb", 0))
-        rt, _ = await loop.connect_read_pipe(lambda: _Reader(self), os.fdopen(rep_r, "rb", 0))
-        ot, _ = await loop.connect_read_pipe(lambda: self._output, os.fdopen(out_r, "rb", 0))
-        self._writer = wt  # type: ignore[assignment]
-        self._transports = [wt, rt, ot]
-
-    def _on_frame(self, payload: bytes) -> None:
-        try:
-            msg = frames.decode_payload(payload)
-        except frames.FrameError as exc:
-            self._fail("protocol", str(exc))
-            return
-        if not self._hello.done():
-            if isinstance(msg, dict) and msg.get("op") == "hello":
-                self._hello.set_result(msg)
-            else:
-                self._fail("protocol", "worker did not start with a hello frame")
-            return
-        if self._pending is None or self._pending.done():
-            self._fail("protocol", "unsolicited reply frame")
-            return
-        self._pending.set_result(msg)
-
-    def _on_eof(self) -> None:
-        if self._dead is None:
-            self._fail("crashed", "worker exited", kill=False)
-
-    def _fail(self, kind: str, message: str, kill: bool = True) -> None:
-        if self._dead is None:
-            self._dead = SandboxError(kind, message)
-        if kill:
-            self.kill()
-        for fut in (self._pending, self._hello):
-            if fut is not None and not fut.done():
-                fut.set_exception(self._dead)
-                # Marked as retrieved: a warm worker closed before any use (the sandbox shutting
-                # down) has no awaiter, and asyncio would log "exception was never retrieved".
-                # An awaiter still gets the exception; every later call raises `_dead`.
-                fut.exception()
-
-    def kill(self) -> None:
-        if self.pidfd >= 0:
-            with contextlib.suppress(ProcessLookupError, OSError):
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-
-    @property
-    def alive(self) -> bool:
-        return self._dead is None
-
-    @property
-    def output(self) -> str:
-        """Captured stdout/stderr of the worker (capped)."""
-        text = self._output.kept.decode("utf-8", "replace")
-        if self._output.dropped:
-            text += f"\n[... {self._output.dropped} more bytes dropped]"
-        return text
-
-    async def _death_reason(self) -> str:
-        with contextlib.suppress(asyncio.TimeoutError):
-            status = await asyncio.wait_for(asyncio.shield(self.exit_status), 0.5)
-            if "signal" in status:
-                name = signal.Signals(status["signal"]).name
-                return f"worker killed by {name}"
-            return f"worker exited with status {status['code']}"
-        return "worker exited"
-
-    async def _call(self, request: dict[str, Any], timeout: float) -> Any:
-        if self._dead is not None:
-            raise SandboxError(
-                "closed" if self._dead.kind == "closed" else self._dead.kind,
-                f"session unusable: {self._dead.message}",
-            )
-        remaining = self.config.episode_timeout_s - self.env_seconds
-        budget = min(timeout, remaining)
-        what = request["op"]
-        if budget <= 0:
-            self._fail("timeout", "episode time budget exhausted")
-            raise SandboxError("timeout", f"{what}: episode time budget exhausted")
-        loop = asyncio.get_running_loop()
-        self._pending = fut = loop.create_future()
-        assert self._writer is not None
-        try:
-            self._writer.write(frames.encode(request))
-        except (OSError, RuntimeError) as exc:
-            self._fail("crashed", f"cannot write to worker: {exc}")
-        sent = time.monotonic()
-        try:
-            reply = await asyncio.wait_for(fut, budget)
-        except asyncio.TimeoutError:
-            limit = "episode budget" if remaining < timeout else f"{timeout:g} s deadline"
-            self._fail("timeout", f"{what} exceeded the {limit}")
-            raise SandboxError("timeout", f"{what} exceeded the {limit}") from None
-        except SandboxError as exc:
-            if exc.kind == "crashed":
-                raise SandboxError(
-                    "crashed", f"{what}: {await self._death_reason()}", self.output[-2000:]
-                ) from None
-            raise
-        finally:
-            self._pending = None
-            self.env_seconds += time.monotonic() - sent
-        if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
-            raise SandboxError("protocol", f"{what}: malformed reply")
-        if not reply["ok"]:
-            message = f"{reply.get('type', '?')}: {reply.get('message', '')}"
-            kind = "invalid" if reply.get("error") == "unserialisable" else "exception"
-            raise SandboxError(
-                kind, f"{what} raised {message}"[:2000], str(reply.get("traceback", ""))[:4000]
-            )
-        return reply.get("value")
-
-    # -- the API ----------------------------------------------------------------------------
-
-    async def _load(self, code: str, max_turns: int, kwargs: dict[str, Any], filename: str) -> None:
-        request = {
-            "op": "load",
-            "code": code,
-            "max_turns": max_turns,
-            "kwargs": kwargs,
-            "filename": filename,
-        }
-        value = await self._call(request, self.config.load_timeout_s)
-        hello = self._hello.result()
-        layers = hello.get("layers") if isinstance(hello, dict) else None
-        if isinstance(layers, dict):
-            self.layers.update({str(k): (None if v is None else str(v)) for k, v in layers.items()})
-        if (
-            not isinstance(value, dict)
-            or not isinstance(value.get("class"), str)
-            or value.get("kind") not in ("game", "tool")
-            or not isinstance(value.get("tools"), list)
-        ):
-            raise SandboxError("protocol", "load: malformed reply")
-        self.info = LoadInfo(
-            value["class"],
-            value["kind"],
-            tuple(t for t in value["tools"] if isinstance(t, dict)),
-            bool(value.get("has_solution")),
-            _turn_cap(value.get("max_turns"), max_turns),
-        )
-
-    async def reset(self, seed: int | None = None) -> tuple[str, dict[str, Any]]:
-        value = await self._call({"op": "reset", "seed": seed}, self.config.call_timeout_s)
-        if not isinstance(value, list) or len(value) != 2:
-            raise SandboxError(
-                "invalid", f"reset must return (observation, info), got {_shape(value)}"
-            )
-        obs, info = value
-        self._check_obs("reset", obs)
-        if not isinstance(info, dict):
-            raise SandboxError("invalid", f"reset info must be a dict, got {type(info).__name__}")
-        return obs, info
-
-    async def step(self, action: str) -> StepResult:
-        value = await self._call({"op": "step", "action": action}, self.config.call_timeout_s)
-        if not isinstance(value, list) or len(value) != 5:
-            raise SandboxError(
-                "invalid",
-                "step must return (observation, reward, terminated, truncated, info), "
-                f"got {_shape(value)}",
-            )
-        obs, reward, terminated, truncated, info = value
-        self._check_obs("step", obs)
-        if isinstance(reward, bool) or not isinstance(reward, (int, float)):
-            raise SandboxError("invalid", f"reward must be a number, got {type(reward).__name__}")
-        try:
-            value_f = float(reward)
-        except OverflowError:  # a huge int is valid JSON
-            value_f = math.inf
-        if not math.isfinite(value_f) or abs(value_f) > self.config.reward_bound:
-            shown = f"{value_f!r}" if not math.isfinite(value_f) else f"{reward!r}"[:40]
-            raise SandboxError(
-                "invalid",
-                f"reward {shown} outside "
-                f"[-{self.config.reward_bound:g}, {self.config.reward_bound:g}]",
-            )
-        for name, flag in (("terminated", terminated), ("truncated", truncated)):
-            if not isinstance(flag, bool):
-                raise SandboxError("invalid", f"{name} must be a bool, got {type(flag).__name__}")
-        if not isinstance(info, dict):
-            raise SandboxError("invalid", f"step info must be a dict, got {type(info).__name__}")
-        return StepResult(obs, value_f, terminated, truncated, info)
-
-    async def call_tool(self, name: str, args: dict[str, Any]) -> tuple[str, int]:
-        value = await self._call(
-            {"op": "tool", "name": name, "args": args}, self.config.call_timeout_s
-        )
-        if (
-            not isinstance(value, dict)
-            or not isinstance(value.get("output"), str)
-            or type(value.get("returncode")) is not int
-            or value["returncode"] not in (0, 1)
-        ):
-            raise SandboxError("invalid", "execute_tool must return {output: str, returncode: 0|1}")
-        self._check_obs("tool", value["output"])
-        return value["output"], value["returncode"]
-
-    async def solution(self) -> Any:
-        """The environment's `solution()` as JSON data (not trusted: the caller replays it)."""
-        return await self._call({"op": "solution"}, self.config.call_timeout_s)
-
-    def _check_obs(self, what: str, obs: Any) -> None:
-        if not isinstance(obs, str):
-            raise SandboxError(
-                "invalid", f"{what} observation must be a str, got {type(obs).__name__}"
-            )
-        if len(obs) > self.config.max_observation_chars:
-            raise SandboxError(
-                "invalid",
-                f"{what} observation of {len(obs)} chars exceeds "
-                f"{self.config.max_observation_chars}",
-            )
-
-    async def close(self) -> None:
-        """Kill the worker and release everything it held. Idempotent."""
-        if self._dead is None or self._dead.kind != "closed":
-            self._fail("closed", "session closed")
-        for transport in self._transports:
-            transport.close()
-        self._transports = []
-        if not self.exit_status.done():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self.exit_status), 5.0)
-        if self.pidfd >= 0:
-            if self._proc is not None:
-                asyncio.get_running_loop().remove_reader(self.pidfd)
-            os.close(self.pidfd)
-            self.pidfd = -1
-        if self._proc is not None:
-            isolation.remove_cgroup_tree(f"s{self._proc.pid}", "s")
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-        self.sandbox._sessions.discard(self)
-
-    async def __aenter__(self) -> Session:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-
-def _turn_cap(reported: Any, budget: int) -> int:
-    """The worker's turn cap, trusted only within [1, budget]."""
-    if type(reported) is int and 1 <= reported <= budget:
-        return reported
-    return budget
-
-
-def _shape(value: Any) -> str:
-    if isinstance(value, list):
-        return f"a sequence of {len(value)}"
-    return type(value).__name__
 
 
 SPAWNS_IN_FLIGHT = 32

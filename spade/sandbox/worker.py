@@ -12,6 +12,11 @@ the zygote answers with the child's pid and a pidfd, so the supervisor can SIGKI
 pid-reuse race, and later reports how it exited. A child isolates itself (see isolation.py) and
 then serves requests: one JSON frame in on fd 3, one JSON frame out on fd 4, stdout and stderr
 go to a capture pipe. Nothing here is trusted by the supervisor: it re-validates every reply.
+
+It stays one file of about 500 lines on purpose: everything a sandbox process runs outside the
+environment runtime (the fork server, a child's isolation, its request loop, strict mode) is
+audited in one place, and the script the supervisor starts imports no sibling but the four
+it names below.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from typing import NoReturn
 
 import frames
 import isolation
@@ -270,6 +277,38 @@ def _zygote(
     `children`, `exiting`, `leftover` and `cg_parents` are filled in place: the caller cleans
     them up however this ends."""
     ctrl = socket.socket(fileno=ctrl_fd)
+    seccomp_lib = _start_zygote(ctrl, cfg, cg_parents)
+    sel = selectors.DefaultSelector()
+    sel.register(ctrl, selectors.EVENT_READ, None)
+    zygote_pid = os.getpid()
+    exit_now = os._exit  # bound before any environment code runs in a forked child
+    counter = 0
+    while True:
+        _report_exits(ctrl, cfg, cg_parents, exiting, leftover)
+        timeout = 0.005 if exiting else 0.05 if leftover else None
+        for key, _ in sel.select(timeout):
+            if key.data is not None:  # a child exited
+                _reap(sel, children, exiting, key.data)
+                continue
+            try:
+                msg, fds, _flags, _addr = socket.recv_fds(ctrl, 65536, 3)
+            except OSError:
+                msg = b""
+            if not msg:  # the supervisor closed the sandbox (or died)
+                return
+            req = json.loads(msg)
+            counter += 1
+            name = f"w{counter}"
+            pid = os.fork()
+            if pid == 0:  # never returns
+                _run_worker(cfg, name, fds, cg_parents, seccomp_lib, zygote_pid, exit_now)
+            _spawned(ctrl, sel, children, pid, name, req, fds)
+
+
+def _start_zygote(ctrl: socket.socket, cfg: dict, cg_parents: dict) -> object:
+    """Unshare the namespaces (as root), preload, make the cgroup parents, then tell the
+    supervisor the zygote is ready and which of its layers it lacks. Returns libseccomp (or
+    None), loaded once for every worker."""
     zygote_layers: dict[str, str | None] = {}
     if os.geteuid() == 0:  # before the preload: caches it writes land in the private tmpfs
         zygote_layers.update(isolation.unshare_namespaces(cfg["scratch_root"], cfg["tmpfs_bytes"]))
@@ -281,82 +320,105 @@ def _zygote(
     cg_parents.update(isolation.cgroup_parents(f"z{os.getpid()}"))
     seccomp_lib = isolation.load_libseccomp()
     ctrl.send(json.dumps({"op": "ready", "pid": os.getpid(), "layers": zygote_layers}).encode())
+    return seccomp_lib
 
-    sel = selectors.DefaultSelector()
-    sel.register(ctrl, selectors.EVENT_READ, None)
-    zygote_pid = os.getpid()
-    exit_now = os._exit  # bound before any environment code runs in a forked child
-    counter = 0
-    while True:
-        # A reaped worker's cgroup can stay busy for a moment: its "exited" report waits until
-        # the groups are gone (or 2 s), so a closed session has left nothing behind. Under load
-        # the kernel has held them longer (seen in CI): those are retried until they go.
-        for pid, (name, described, report_by) in list(exiting.items()):
-            removed = _cleanup(cg_parents, cfg, name)
-            if removed or time.monotonic() > report_by:
-                del exiting[pid]
-                if not removed:
-                    leftover.add(name)
-                report = {"op": "exited", "pid": pid, "status": described}
-                try:
-                    ctrl.send(json.dumps(report).encode())
-                except OSError:
-                    pass
-        leftover.difference_update([n for n in list(leftover) if _cleanup(cg_parents, cfg, n)])
-        timeout = 0.005 if exiting else 0.05 if leftover else None
-        for key, _ in sel.select(timeout):
-            if key.data is None:  # control message
-                try:
-                    msg, fds, _flags, _addr = socket.recv_fds(ctrl, 65536, 3)
-                except OSError:
-                    msg = b""
-                if not msg:  # the supervisor closed the sandbox (or died)
-                    return
-                req = json.loads(msg)
-                counter += 1
-                name = f"w{counter}"
-                pid = os.fork()
-                if pid == 0:
-                    # The child must never return into the loop, nor reach zygote_main's cleanup:
-                    # environment code can break the except clause (a patched builtin made
-                    # traceback.print_exc raise) or replace os._exit, so the exit is bound here.
-                    code = 70
-                    try:
-                        try:
-                            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                            if not lifecycle.guard_parent(zygote_pid):
-                                code = 71
-                            else:
-                                os.setsid()
-                                layers = isolate(cfg, name, fds, cg_parents, seccomp_lib)
-                                serve(layers, cfg["max_frame"])
-                                code = 0
-                        except BaseException:  # noqa: BLE001
-                            traceback.print_exc()
-                    finally:
-                        exit_now(code)
-                for fd in fds:
-                    os.close(fd)
-                own = os.pidfd_open(pid)
-                theirs = os.pidfd_open(pid)
-                children[pid] = (own, name)
-                sel.register(own, selectors.EVENT_READ, pid)
-                reply = {"op": "spawned", "id": req["id"], "pid": pid}
-                socket.send_fds(ctrl, [json.dumps(reply).encode()], [theirs])
-                os.close(theirs)
-            else:  # a child exited
-                pid = key.data
-                own, name = children.pop(pid)
-                sel.unregister(own)
-                os.close(own)
-                # Anything the worker started dies with it. The leader is a zombie until the
-                # waitpid below, so its process-group id cannot have been reused yet.
-                try:
-                    os.killpg(pid, 9)
-                except OSError:
-                    pass
-                _, wait_status = os.waitpid(pid, 0)
-                exiting[pid] = (name, _describe(wait_status), time.monotonic() + 2.0)
+
+def _report_exits(
+    ctrl: socket.socket,
+    cfg: dict,
+    cg_parents: dict,
+    exiting: dict[int, tuple[str, dict, float]],
+    leftover: set[str],
+) -> None:
+    """Send the "exited" report of each reaped worker whose groups are gone, or that waited long
+    enough, and retry removing the groups of those left over."""
+    # A reaped worker's cgroup can stay busy for a moment: its "exited" report waits until
+    # the groups are gone (or 2 s), so a closed session has left nothing behind. Under load
+    # the kernel has held them longer (seen in CI): those are retried until they go.
+    for pid, (name, described, report_by) in list(exiting.items()):
+        removed = _cleanup(cg_parents, cfg, name)
+        if removed or time.monotonic() > report_by:
+            del exiting[pid]
+            if not removed:
+                leftover.add(name)
+            report = {"op": "exited", "pid": pid, "status": described}
+            try:
+                ctrl.send(json.dumps(report).encode())
+            except OSError:
+                pass
+    leftover.difference_update([n for n in list(leftover) if _cleanup(cg_parents, cfg, n)])
+
+
+def _run_worker(
+    cfg: dict,
+    name: str,
+    fds: list[int],
+    cg_parents: dict,
+    seccomp_lib: object,
+    zygote_pid: int,
+    exit_now: Callable[[int], NoReturn],
+) -> NoReturn:
+    """The forked child: isolate itself, serve one session, exit."""
+    # The child must never return into the loop, nor reach zygote_main's cleanup:
+    # environment code can break the except clause (a patched builtin made
+    # traceback.print_exc raise) or replace os._exit, so the exit is bound by the zygote.
+    code = 70
+    try:
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            if not lifecycle.guard_parent(zygote_pid):
+                code = 71
+            else:
+                os.setsid()
+                layers = isolate(cfg, name, fds, cg_parents, seccomp_lib)
+                serve(layers, cfg["max_frame"])
+                code = 0
+        except BaseException:  # noqa: BLE001
+            traceback.print_exc()
+    finally:
+        exit_now(code)
+
+
+def _spawned(
+    ctrl: socket.socket,
+    sel: selectors.BaseSelector,
+    children: dict[int, tuple[int, str]],
+    pid: int,
+    name: str,
+    req: dict,
+    fds: list[int],
+) -> None:
+    """In the zygote after a fork: close its copies of the child's pipes, watch the child through
+    a pidfd of its own and send the supervisor the child's pid with another pidfd."""
+    for fd in fds:
+        os.close(fd)
+    own = os.pidfd_open(pid)
+    theirs = os.pidfd_open(pid)
+    children[pid] = (own, name)
+    sel.register(own, selectors.EVENT_READ, pid)
+    reply = {"op": "spawned", "id": req["id"], "pid": pid}
+    socket.send_fds(ctrl, [json.dumps(reply).encode()], [theirs])
+    os.close(theirs)
+
+
+def _reap(
+    sel: selectors.BaseSelector,
+    children: dict[int, tuple[int, str]],
+    exiting: dict[int, tuple[str, dict, float]],
+    pid: int,
+) -> None:
+    """A worker exited: kill what it started, reap it, queue its report for `_report_exits`."""
+    own, name = children.pop(pid)
+    sel.unregister(own)
+    os.close(own)
+    # Anything the worker started dies with it. The leader is a zombie until the
+    # waitpid below, so its process-group id cannot have been reused yet.
+    try:
+        os.killpg(pid, 9)
+    except OSError:
+        pass
+    _, wait_status = os.waitpid(pid, 0)
+    exiting[pid] = (name, _describe(wait_status), time.monotonic() + 2.0)
 
 
 def _describe(status: int) -> dict:

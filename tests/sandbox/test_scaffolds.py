@@ -18,6 +18,7 @@ import pytest
 
 from spade.sandbox import runtime
 from spade.sandbox.runtime import build_namespace, env_class_names, find_env_class, instantiate
+from spade.sandbox.standalone import standalone
 from spade.types import Program
 
 TIMES = '''class TimesTableEnv(QuestionEnv):
@@ -266,7 +267,7 @@ def reference_load(source: str) -> Any:
 
 @pytest.mark.parametrize("source", [TIMES, GUESS])
 def test_standalone_files_play_the_same_on_the_reference_loader(source: str) -> None:
-    out = runtime.standalone(source)
+    out = standalone(source)
     with pytest.raises(NameError):
         reference_load(source)  # the compact file alone needs our runtime
     ours, theirs = load(source), reference_load(out)
@@ -282,7 +283,7 @@ def test_standalone_files_play_the_same_on_the_reference_loader(source: str) -> 
 def test_standalone_keeps_docstring_and_future_imports_first() -> None:
     source = '"""Times.\n\nskill: Mathematical Reasoning\n"""\nfrom __future__ import annotations\n'
     source += TIMES
-    out = runtime.standalone(source)
+    out = standalone(source)
     tree = ast.parse(out)
     assert ast.get_docstring(tree) == "Times.\n\nskill: Mathematical Reasoning"
     assert isinstance(tree.body[1], ast.ImportFrom) and tree.body[1].module == "__future__"
@@ -292,11 +293,11 @@ def test_standalone_keeps_docstring_and_future_imports_first() -> None:
 
 def test_standalone_leaves_other_files_alone() -> None:
     plain = '"""Plain."""\nclass PlainEnv:\n    pass\n'
-    assert runtime.standalone(plain) == plain
+    assert standalone(plain) == plain
     own = "class QuestionEnv:\n    pass\nclass FooEnv(QuestionEnv):\n    pass\n"
-    assert runtime.standalone(own) == own
+    assert standalone(own) == own
     mention = '"""Not a QuestionEnv."""\nclass PlainEnv:\n    pass\n'  # only in a string
-    assert runtime.standalone(mention) == mention
+    assert standalone(mention) == mention
 
 
 # --- through the real validator ----------------------------------------------------------------
@@ -309,7 +310,7 @@ def test_compact_programs_pass_the_validator_and_standalone_ones_too() -> None:
 
     sources = [TIMES, GUESS]
     programs = [Program.from_code(s) for s in sources]
-    programs += [Program.from_code(runtime.standalone(s)) for s in sources]
+    programs += [Program.from_code(standalone(s)) for s in sources]
 
     async def run() -> list[Any]:
         async with Sandbox() as sandbox:
