@@ -24,7 +24,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spade.envs.pool import FRONTIER, SCHEMA_VERSION, Pool, PoolSchemaError
+from spade.envs.pool import Pool
+from spade.envs.pool_queries import FRONTIER
+from spade.envs.pool_schema import SCHEMA_VERSION, PoolSchemaError
 from spade.files import atomic_path
 from spade.types import CheckFailure, Program, Verdict
 
