@@ -353,9 +353,9 @@ def pool_import(cmd: Import) -> int:
     from rich.console import Console
     from rich.markup import escape
 
+    from spade.envs.checks import ValidatorConfig
     from spade.envs.pool import Pool
     from spade.envs.pool_io import ImportResult, import_candidates, pool_path, read_source
-    from spade.envs.validate import ValidatorConfig
     from spade.exports.gem_import import sandbox_config_for
     from spade.sandbox import Sandbox
 

@@ -31,7 +31,7 @@ from spade.files import atomic_path
 from spade.types import CheckFailure, Program, Verdict
 
 if TYPE_CHECKING:
-    from spade.envs.validate import ValidatorConfig
+    from spade.envs.checks import ValidatorConfig
     from spade.sandbox import SandboxAPI
 
 # Column -> (JSON-encoded?, pyarrow type name). The order is the export's column order.

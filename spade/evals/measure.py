@@ -24,7 +24,9 @@ from typing import Any
 from spade.backends.base import SamplingParams
 from spade.config import TINY_CPU, ModelConfig
 from spade.envs import bundled
-from spade.envs.validate import ValidatorConfig, shingles, validate_many
+from spade.envs.checks import ValidatorConfig
+from spade.envs.duplicates import shingles
+from spade.envs.validate import validate_many
 from spade.evals.winrate import result_of
 from spade.sandbox import Sandbox
 from spade.selfplay.designer import design
