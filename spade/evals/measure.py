@@ -83,7 +83,7 @@ def measure_model(
     (`warm_start_examples`; None: its defaults), to spot copies of its training programs.
     `show` receives a line as each phase starts and ends (`spade bootstrap` prints them)."""
     from spade.backends.base import Models
-    from spade.evals import before_after
+    from spade.evals import paired
     from spade.selfplay.models import local_backend
 
     started = time.monotonic()
@@ -118,7 +118,7 @@ def measure_model(
                     return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
                 evals["before"] = await asyncio.to_thread(
-                    before_after.paired_phase, "before", models, sandbox, TINY_CPU, run_async, show
+                    paired.paired_phase, "before", models, sandbox, TINY_CPU, run_async, show
                 )
             return verdicts
 
@@ -147,7 +147,7 @@ def measure_model(
         "seconds": round(time.monotonic() - started, 1),
     }
     if "before" in evals:
-        sets = {e.name: e for e in before_after.paired_sets()}
+        sets = {e.name: e for e in paired.paired_sets()}
         for name, record in evals["before"]["sets"].items():
             evalset = sets[name]
             result = result_of(evalset.programs, [b == "1" for b in record["outcomes"]])
