@@ -7,7 +7,7 @@ Each seed is `spade train --seed S --run-dir OUT/seed-S` after the cached warm s
 shares it and its cached greedy "before", so before and after are paired on the same items). A
 finished seed (its `summary.json` exists) is never run again; an unfinished one is continued with
 `--resume`. The table, one row per seed: wall minutes, the near and far sets before -> after with
-the paired 95% interval (`spade.evals.before_after.paired_summary`), the far set's parts, the
+the paired 95% interval (`spade.evals.paired.paired_summary`), the far set's parts, the
 valid-design rate of each design round, the mean hinted-minus-plain win difference of the new
 designs, the iterations with Agent samples and the near-subset learning curve.
 Name the CPU (`lscpu`) next to the numbers; nothing here decides by time.

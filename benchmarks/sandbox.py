@@ -46,9 +46,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from spade.envs.checks import STATIC_CHECKS, ValidatorConfig
 from spade.envs.episode import replay
 from spade.envs.probes import blind_probes
-from spade.envs.validate import STATIC_CHECKS, ValidatorConfig, validate
+from spade.envs.validate import validate
 from spade.sandbox import Sandbox, SandboxConfig, runtime
 from spade.types import Program
 

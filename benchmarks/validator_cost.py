@@ -25,7 +25,8 @@ from rich.console import Console
 from rich.table import Table
 
 from spade.envs import bundled
-from spade.envs.validate import ValidatorConfig, validate_many
+from spade.envs.checks import ValidatorConfig
+from spade.envs.validate import validate_many
 from spade.sandbox import Sandbox
 from spade.templates import questions
 from spade.types import Program

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import tyro
 
 from spade.backends.base import PPOConfig
-from spade.envs.validate import ValidatorConfig
+from spade.envs.checks import ValidatorConfig
 from spade.files import atomic_write_text
 from spade.sandbox import SandboxConfig
 from spade.types import GAME_SKILLS, TOOL_SKILLS

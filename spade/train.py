@@ -45,7 +45,8 @@ def mini_seed_programs(tries: int = 20) -> tuple[Program, ...]:
     No seed is a near-duplicate of an evaluation program (`spade.evals.sets.eval_programs`): a
     family's renders are drawn until one is not (up to `tries`), and a family whose every
     render is one (a family with few variants) has no seed."""
-    from spade.envs.validate import ValidatorConfig, check_duplicates
+    from spade.envs.checks import ValidatorConfig
+    from spade.envs.duplicates import check_duplicates
     from spade.evals.sets import eval_programs
     from spade.templates.mini import MINI_EVAL_FAMILIES, MINI_FAMILIES, render_mini
 

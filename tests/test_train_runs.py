@@ -12,8 +12,8 @@ import test_loop_values as values  # tests/ is on sys.path
 
 from spade.backends.base import Models, Prompt
 from spade.config import DesignConfig, PlayConfig
+from spade.envs.checks import ValidatorConfig
 from spade.envs.pool import Pool
-from spade.envs.validate import ValidatorConfig
 from spade.evals import before_after
 from spade.prompts import designer_reply
 from spade.train import train

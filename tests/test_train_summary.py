@@ -18,7 +18,7 @@ import pytest
 
 from spade.backends.base import Message, Models
 from spade.envs.pool import Pool
-from spade.evals import before_after
+from spade.evals import before_after, paired
 from spade.evals import sets as evalsets
 from spade.evals.sets import EvalSet
 from spade.train import describe_models, peak_rss_mib, train
@@ -139,7 +139,7 @@ def test_the_before_of_a_model_folder_is_computed_once_and_cached(
 ) -> None:
     monkeypatch.setenv("SPADE_CACHE_DIR", str(tmp_path / "cache"))
     sets = _small_sets()
-    monkeypatch.setattr(before_after, "paired_sets", lambda: sets)
+    monkeypatch.setattr(paired, "paired_sets", lambda: sets)
     folder = tmp_path / "model"
     folder.mkdir()
     (folder / "model.safetensors").write_bytes(b"weights v1")
@@ -156,7 +156,7 @@ def test_the_before_of_a_model_folder_is_computed_once_and_cached(
 
         def before(cfg: Any = cfg, use_cache: bool = True) -> tuple[dict, list[int]]:
             models, policy = counting_models()
-            record = before_after.paired_phase(
+            record = paired.paired_phase(
                 "before", models, run_async.sandbox, cfg, run_async, shown.append, use_cache
             )
             return record, policy.calls
@@ -189,7 +189,7 @@ def test_the_before_of_a_model_folder_is_computed_once_and_cached(
         assert before()[1] == []
         # "after" is never read from the cache
         models, policy = counting_models()
-        before_after.paired_phase("after", models, run_async.sandbox, cfg, run_async, shown.append)
+        paired.paired_phase("after", models, run_async.sandbox, cfg, run_async, shown.append)
         assert policy.calls == [3, 2]
 
 
@@ -197,7 +197,8 @@ def test_a_paired_run_reports_before_after_difference_interval_and_a_learning_cu
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sets = _small_sets()
-    monkeypatch.setattr(before_after, "paired_sets", lambda: sets)
+    monkeypatch.setattr(paired, "paired_sets", lambda: sets)  # played and compared
+    monkeypatch.setattr(before_after, "paired_sets", lambda: sets)  # the learning curve's subset
     trainer = loopkit.FakeTrainer()
     agent = _agent(sets, trained=lambda: bool(trainer.updates))  # right after its first update
     models = Models(agent, trainer, agent, trainer)

@@ -76,7 +76,8 @@ def validate(
     from rich.console import Console
     from rich.progress import Progress
 
-    from spade.envs.validate import ValidatorConfig, report_row, validate_many
+    from spade.envs.checks import ValidatorConfig, report_row
+    from spade.envs.validate import validate_many
     from spade.exports.gem_import import sandbox_config_for
     from spade.sandbox import make_sandbox
 

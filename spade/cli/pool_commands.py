@@ -43,7 +43,7 @@ def report(
         out: Output directory (default: RUN_DIR/report).
         top: Environments listed in the top-by-regret table.
     """
-    from spade.envs.pool import PoolSchemaError
+    from spade.envs.pool_schema import PoolSchemaError
     from spade.report.html import build_report
 
     try:
@@ -165,7 +165,7 @@ def pool(
     ],
 ) -> int:
     """Inspect, export and import environment pools (`spade pool ls --help`)."""
-    from spade.envs.pool import PoolSchemaError
+    from spade.envs.pool_schema import PoolSchemaError
 
     try:
         if isinstance(command, Ls):
@@ -353,9 +353,9 @@ def pool_import(cmd: Import) -> int:
     from rich.console import Console
     from rich.markup import escape
 
+    from spade.envs.checks import ValidatorConfig
     from spade.envs.pool import Pool
     from spade.envs.pool_io import ImportResult, import_candidates, pool_path, read_source
-    from spade.envs.validate import ValidatorConfig
     from spade.exports.gem_import import sandbox_config_for
     from spade.sandbox import Sandbox
 

@@ -24,12 +24,14 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from spade.envs.pool import FRONTIER, SCHEMA_VERSION, Pool, PoolSchemaError
+from spade.envs.pool import Pool
+from spade.envs.pool_queries import FRONTIER
+from spade.envs.pool_schema import SCHEMA_VERSION, PoolSchemaError
 from spade.files import atomic_path
 from spade.types import CheckFailure, Program, Verdict
 
 if TYPE_CHECKING:
-    from spade.envs.validate import ValidatorConfig
+    from spade.envs.checks import ValidatorConfig
     from spade.sandbox import SandboxAPI
 
 # Column -> (JSON-encoded?, pyarrow type name). The order is the export's column order.

@@ -1,39 +1,27 @@
 """The evaluations a training run makes before its first and after its last iteration: its
 held-out environments (`eval_set`) and the public suites of `eval_suites`, written to eval.json
-one result at a time so a resumed run evaluates only what is missing; and the learning curve
-(`near_subset_rate`, every `eval_every` iterations).
+one result at a time so a resumed run evaluates only what is missing; the lines and summary
+fields it reports about them; and the learning curve (`near_subset_rate`, every `eval_every`
+iterations).
 
 With `eval_set="paired"` (the small recipe's default) the held-out evaluation is the paired
-near and far sets of `spade.evals.sets`, each item played once, greedily by default
-(`eval_temperature`), and compared item by item (`spade.evals.winrate.paired_bootstrap`). The
-"before" of a model folder is computed once and cached (`before_cache_path`): keyed by the
-folder's weights fingerprint, the Agent's precision and device, the set's content hash and the
-sampling settings, so every run and seed from the same warm start shares it.
+near and far sets of `spade.evals.sets`, played and compared item by item by
+`spade.evals.paired`; the "before" of a model folder is computed once and cached
+(`spade.evals.before_cache`), so every run and seed from the same warm start shares it.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
-import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from spade.backends.base import Models, SamplingParams
 from spade.config import TrainConfig
 from spade.envs import bundled
+from spade.evals.paired import evaluate_set, paired_phase, paired_summary
 from spade.evals.sets import EvalSet, paired_sets, subset_indices
-from spade.evals.winrate import (
-    BOOTSTRAP_RESAMPLES,
-    BOOTSTRAP_SEED,
-    EvalResult,
-    evaluate,
-    evaluate_items,
-    paired_bootstrap,
-    result_of,
-)
+from spade.evals.winrate import EvalResult, evaluate
 from spade.files import atomic_write_text
 from spade.sandbox import SandboxAPI, make_sandbox
 from spade.types import GAME_SKILLS, TOOL_SKILLS, Program
@@ -165,278 +153,7 @@ def split_suite_spec(spec: str) -> tuple[str, int | None]:
     return name, int(level) if at else None
 
 
-# --- the paired sets ---------------------------------------------------------------------------
-
-EVAL_SAMPLE_SEED = 7
-"""Sampling seed of the paired evaluations when `eval_temperature` > 0: fixed, not the run's
-seed, so runs of every seed share a sampled "before" too and before and after draw alike."""
-
-CACHE_VERSION = 1
-"""Bump when what a cached outcome means changes (the rollout, the scoring)."""
-
-
-def eval_params(cfg: TrainConfig) -> SamplingParams:
-    """Sampling of the paired evaluations and the learning curve: greedy unless
-    `eval_temperature` > 0, the Agent's reply length."""
-    return SamplingParams(
-        max_tokens=cfg.play.max_tokens, temperature=cfg.eval_temperature, seed=EVAL_SAMPLE_SEED
-    )
-
-
-def weights_fingerprint(folder: str | Path) -> str:
-    """sha256 over a model folder's top-level files (weights, config, tokenizer, chat
-    template) except spade's own notes (`spade_*`), by name and content; "" when `folder` is
-    not a directory (a hub id). Memoised per file sizes and modification times."""
-    path = Path(folder)
-    if not path.is_dir():
-        return ""
-    files = sorted(
-        f for f in path.iterdir() if f.is_file() and not f.name.startswith(("spade_", "."))
-    )
-    stamp = tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in files)
-    return _fingerprint(str(path.resolve()), stamp)
-
-
-@functools.lru_cache(maxsize=16)
-def _fingerprint(folder: str, stamp: tuple[tuple[str, int, int], ...]) -> str:
-    h = hashlib.sha256()
-    for name, _, _ in stamp:
-        digest = hashlib.sha256()
-        with open(Path(folder) / name, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        h.update(name.encode() + b"\0" + digest.digest())
-    return h.hexdigest()
-
-
-def model_identity(models: Models) -> dict[str, str] | None:
-    """What the Agent's outcomes depend on besides the set and the sampling: its model folder's
-    weights fingerprint, precision and device type; None when it has no model folder (a
-    scripted policy, a served model), which disables the before-cache."""
-    agent: Any = models.agent
-    folder = getattr(agent, "model_path", None)
-    fingerprint = weights_fingerprint(folder) if folder else ""
-    if not fingerprint:
-        return None
-    device = str(getattr(agent, "device", "")).split(":")[0]
-    return {
-        "weights": fingerprint,
-        "precision": str(getattr(agent, "precision", "")),
-        "device": device,
-    }
-
-
-def before_cache_key(
-    identity: dict[str, str], evalset: EvalSet, params: SamplingParams, cfg: TrainConfig
-) -> str:
-    """The before-cache key: the model's identity, the set's content hash, the sampling settings
-    (the seed only when sampling), the turn and context budget and the Agent's system prompt."""
-    from spade.prompts import agent_system
-
-    sampling = {
-        "temperature": params.temperature,
-        "top_p": params.top_p,
-        "top_k": params.top_k,
-        "max_tokens": params.max_tokens,
-        "stop": list(params.stop),
-        "seed": params.seed if params.temperature > 0 else None,
-    }
-    parts = {
-        "v": CACHE_VERSION,
-        "model": identity,
-        "set": evalset.content_hash,
-        "sampling": sampling,
-        "max_turns": cfg.play.max_turns,
-        "max_context_tokens": cfg.model.max_context_tokens,
-        "agent_system": hashlib.sha256(agent_system("game").encode()).hexdigest(),
-    }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
-
-
-def before_cache_path(key: str) -> Path:
-    """Where a cached "before" lives: the model cache's `evaluations/` folder
-    (`spade.backends.tiny.cache_dir()`, $SPADE_CACHE_DIR when set)."""
-    from spade.backends.tiny import cache_dir
-
-    return cache_dir() / "evaluations" / f"before-{key}.json"
-
-
-def _read_cached(path: Path, evalset: EvalSet) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    outcomes = data.get("outcomes")
-    if data.get("set_hash") != evalset.content_hash or not isinstance(outcomes, str):
-        return None
-    if len(outcomes) != len(evalset.programs) or set(outcomes) - {"0", "1"}:
-        return None
-    return data
-
-
-def _write_cached(path: Path, record: dict[str, Any]) -> None:
-    """Atomically (runs of several seeds may write it at once: each has its own temporary)."""
-    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
-
-
-def _bits(outcomes: Sequence[bool]) -> str:
-    return "".join("1" if o else "0" for o in outcomes)
-
-
-async def evaluate_set(
-    models: Models, sandbox: SandboxAPI, evalset: EvalSet, cfg: TrainConfig
-) -> tuple[list[bool], EvalResult]:
-    """Each item of `evalset` played once by the Agent (`eval_params`), in `sandbox`, or in a
-    sandbox of its own when the set needs modules preloaded (reasoning-gym's)."""
-    own = None
-    if evalset.preload:
-        own = make_sandbox(cfg.sandbox_backend, evalset.sandbox_config(cfg.sandbox))
-        await own.start()
-    try:
-        return await evaluate_items(
-            models.agent,
-            own or sandbox,
-            evalset.programs,
-            params=eval_params(cfg),
-            max_turns=cfg.play.max_turns,
-            max_context_tokens=cfg.model.max_context_tokens,
-        )
-    finally:
-        if own is not None:
-            await own.aclose()
-
-
-def paired_phase(
-    phase: str,
-    models: Models,
-    sandbox: SandboxAPI,
-    cfg: TrainConfig,
-    run_async: Callable[[Any], Any],
-    show: Callable[[str], None],
-    use_cache: bool = True,
-) -> dict[str, Any]:
-    """The Agent on every paired set: the combined `EvalResult` JSON, plus per set its outcomes
-    (a string of 0/1 in item order), content hash, errors, seconds and whether the outcomes came
-    from the before-cache; for "before", the learning curve's starting point."""
-    identity = model_identity(models) if use_cache and phase == "before" else None
-    sets: dict[str, Any] = {}
-    programs: list[Program] = []
-    outcomes: list[bool] = []
-    for evalset in paired_sets():
-        sets[evalset.name] = _set_outcomes(
-            evalset, phase, identity, models, sandbox, cfg, run_async, show
-        )
-        programs += evalset.programs
-        outcomes += [b == "1" for b in sets[evalset.name]["outcomes"]]
-    errors = sum(s["errors"] for s in sets.values())
-    record: dict[str, Any] = {**result_of(programs, outcomes, errors).to_json(), "sets": sets}
-    if phase == "before":
-        near = paired_sets()[0]
-        chosen = subset_indices(near, cfg.eval_subset)
-        bits = sets[near.name]["outcomes"]
-        record["near_subset_win_rate"] = sum(bits[i] == "1" for i in chosen) / len(chosen)
-    return record
-
-
-def _set_outcomes(
-    evalset: EvalSet,
-    phase: str,
-    identity: dict[str, str] | None,
-    models: Models,
-    sandbox: SandboxAPI,
-    cfg: TrainConfig,
-    run_async: Callable[[Any], Any],
-    show: Callable[[str], None],
-) -> dict[str, Any]:
-    """One set's outcomes: from the before-cache when `identity` has an entry there, else
-    played (and then cached when `identity` is given)."""
-    params = eval_params(cfg)
-    path = None
-    if identity is not None:
-        path = before_cache_path(before_cache_key(identity, evalset, params, cfg))
-        cached = _read_cached(path, evalset)
-        if cached is not None:
-            show(f"the {evalset.name} set {phase} training: from the cache ({path})")
-            return {
-                "items": len(evalset.programs),
-                "hash": evalset.content_hash,
-                "outcomes": cached["outcomes"],
-                "errors": int(cached.get("errors", 0)),
-                "cached": True,
-                "seconds": 0.0,
-            }
-    show(f"evaluating on the {evalset.name} set ({len(evalset.programs)} items, {phase} training)")
-    started = time.perf_counter()
-    won, result = run_async(evaluate_set(models, sandbox, evalset, cfg))
-    record = {
-        "items": len(evalset.programs),
-        "hash": evalset.content_hash,
-        "outcomes": _bits(won),
-        "errors": result.errors,
-        "cached": False,
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    if path is not None:
-        model = {**(identity or {}), "path": str(getattr(models.agent, "model_path", ""))}
-        _write_cached(
-            path,
-            {
-                "set": evalset.name,
-                "set_hash": evalset.content_hash,
-                "outcomes": record["outcomes"],
-                "errors": record["errors"],
-                "model": model,
-                "temperature": params.temperature,
-                "seconds": record["seconds"],
-            },
-        )
-    return record
-
-
-def paired_summary(evals: dict[str, Any]) -> dict[str, Any]:
-    """Before against after on each paired set (`paired_bootstrap`), overall, by family and, for
-    the far set, by part (held-out question families, reasoning-gym); sets whose items changed
-    between the two evaluations (another version of the code) are reported as such."""
-    out: dict[str, Any] = {
-        "method": (
-            f"paired percentile bootstrap over items ({BOOTSTRAP_RESAMPLES} resamples, seed "
-            f"{BOOTSTRAP_SEED}, 95%); p_value: exact McNemar"
-        ),
-        "sets": {},
-    }
-    before, after = evals["before"]["sets"], evals["after"]["sets"]
-    for evalset in paired_sets():
-        name = evalset.name
-        if name not in before or name not in after:
-            continue
-        if not before[name]["hash"] == after[name]["hash"] == evalset.content_hash:
-            out["sets"][name] = {"skipped": "the set's items changed between before and after"}
-            continue
-        b = [c == "1" for c in before[name]["outcomes"]]
-        a = [c == "1" for c in after[name]["outcomes"]]
-        overall = paired_bootstrap(b, a)
-        row: dict[str, Any] = {**overall.to_json(), "line": overall.line(f"{name} set")}
-        row["by_family"] = {
-            family: paired_bootstrap([b[i] for i in idx], [a[i] for i in idx]).to_json()
-            for family, idx in evalset.families.items()
-        }
-        parts = _parts(evalset)
-        if len(parts) > 1:
-            row["by_part"] = {}
-            for part, idx in parts.items():
-                stat = paired_bootstrap([b[i] for i in idx], [a[i] for i in idx])
-                row["by_part"][part] = {**stat.to_json(), "line": stat.line(f"  {name}, {part}")}
-        out["sets"][name] = row
-    return out
-
-
-def _parts(evalset: EvalSet) -> dict[str, list[int]]:
-    """Item indices of a set's parts: its question families, and reasoning-gym items."""
-    parts: dict[str, list[int]] = {}
-    for i, p in enumerate(evalset.programs):
-        rgym = p.source.startswith(f"{evalset.name}:reasoning-gym:")
-        parts.setdefault("reasoning-gym" if rgym else "question families", []).append(i)
-    return parts
+# --- what a run prints and reports ---------------------------------------------------------------
 
 
 def paired_lines(evals: dict[str, Any]) -> list[str]:

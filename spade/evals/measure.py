@@ -21,14 +21,16 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from spade.backends.base import SamplingParams
+from spade.backends.base import Models, SamplingParams
 from spade.config import TINY_CPU, ModelConfig
 from spade.envs import bundled
-from spade.envs.validate import ValidatorConfig, shingles, validate_many
+from spade.envs.checks import ValidatorConfig
+from spade.envs.duplicates import shingles
+from spade.envs.validate import validate_many
 from spade.evals.winrate import result_of
 from spade.sandbox import Sandbox
-from spade.selfplay.designer import design
-from spade.types import GAME_SKILLS
+from spade.selfplay.designer import DesignAttempt, design
+from spade.types import GAME_SKILLS, Program, Verdict
 from spade.warmstart.data import training_programs
 
 
@@ -80,8 +82,6 @@ def measure_model(
     `agent=False` measures the Designer only; `families`, `mini` and `count` are the warm start's
     (`warm_start_examples`; None: its defaults), to spot copies of its training programs.
     `show` receives a line as each phase starts and ends (`spade bootstrap` prints them)."""
-    from spade.backends.base import Models
-    from spade.evals import before_after
     from spade.selfplay.models import local_backend
 
     started = time.monotonic()
@@ -101,28 +101,60 @@ def measure_model(
     )
     design_seconds = time.monotonic() - started
     programs = [a.program for a in attempts if a.program is not None]
-    seeds = bundled.seed_programs()
     show(f"measuring: validating {len(programs)} programs ({design_seconds:.0f} s so far)")
+    verdicts, before = _validate_and_play(policy, programs, agent, show)
+    training = [shingles(code) for code in training_programs(seed, form, families, mini, count)]
+    report = _designer_report(attempts, programs, verdicts, training)
+    report["designer_seconds"] = round(design_seconds, 1)
+    report["seconds"] = round(time.monotonic() - started, 1)
+    if before is not None:
+        report.update(_agent_report(before))
+        report["seconds"] = round(time.monotonic() - started, 1)
+    if keep_replies:
+        report["replies"] = _replies(attempts, programs, verdicts)
+    return report
+
+
+def _validate_and_play(
+    policy: Any, programs: Sequence[Program], agent: bool, show: Callable[[str], None]
+) -> tuple[list[Verdict], dict[str, Any] | None]:
+    """In one sandbox: every program through the real validator (the bundled seeds as the
+    duplicate pool), then, with `agent`, the paired sets' "before" played by `policy` as
+    `spade train` plays it (`TINY_CPU`, through the before-cache); None without `agent`."""
+    from spade.evals import paired
+
+    seeds = bundled.seed_programs()
     evals: dict[str, Any] = {}
 
-    async def run() -> list[Any]:
+    async def run() -> list[Verdict]:
         async with Sandbox() as sandbox:
             verdicts = await validate_many(programs, sandbox, ValidatorConfig(), pool=seeds)
             if agent:
-                models = Models(policy, policy, policy, policy)  # type: ignore[arg-type]
+                models = Models(policy, policy, policy, policy)
                 loop = asyncio.get_running_loop()
 
                 def run_async(coro: Any) -> Any:  # paired_phase's blocking interface
                     return asyncio.run_coroutine_threadsafe(coro, loop).result()
 
                 evals["before"] = await asyncio.to_thread(
-                    before_after.paired_phase, "before", models, sandbox, TINY_CPU, run_async, show
+                    paired.paired_phase, "before", models, sandbox, TINY_CPU, run_async, show
                 )
             return verdicts
 
     verdicts = asyncio.run(run())
+    return verdicts, evals.get("before")
+
+
+def _designer_report(
+    attempts: Sequence[DesignAttempt],
+    programs: Sequence[Program],
+    verdicts: Sequence[Verdict],
+    training: Sequence[frozenset[Any]],
+) -> dict[str, Any]:
+    """The Designer's numbers: attempts, extracted and admitted programs, the admitted ones by
+    form and by similarity to the warm start's training programs (`training`, their shingles),
+    and each rejected program's first failed check."""
     admitted = [p for p, v in zip(programs, verdicts) if v.admitted]
-    training = [shingles(code) for code in training_programs(seed, form, families, mini, count)]
     near = [nearest_training_similarity(p.code, training) for p in admitted]
     failures: dict[str, int] = {}
     for v in verdicts:
@@ -131,7 +163,7 @@ def measure_model(
     forms: dict[str, int] = {}
     for p in admitted:
         forms[form_of(p.code)] = forms.get(form_of(p.code), 0) + 1
-    report: dict[str, Any] = {
+    return {
         "designer_attempts": len(attempts),
         "designer_extracted": len(programs),
         "designer_admitted": len(admitted),
@@ -141,34 +173,42 @@ def measure_model(
         "admitted_exact_copies_of_training": sum(s >= 1.0 for s in near),
         "admitted_max_training_similarity": [round(s, 2) for s in sorted(near)],
         "designer_first_failures": failures,
-        "designer_seconds": round(design_seconds, 1),
-        "seconds": round(time.monotonic() - started, 1),
     }
-    if "before" in evals:
-        sets = {e.name: e for e in before_after.paired_sets()}
-        for name, record in evals["before"]["sets"].items():
-            evalset = sets[name]
-            result = result_of(evalset.programs, [b == "1" for b in record["outcomes"]])
-            report[f"agent_{name}_set"] = {
-                **_rate(result),
-                "cached": record["cached"],
-                "by_family": {
-                    k.split(":", 1)[1]: v.wins for k, v in sorted(result.by_family.items())
-                },
-                "per_family": len(next(iter(evalset.families.values()))),
-            }
-        report["seconds"] = round(time.monotonic() - started, 1)
-    if keep_replies:
-        by_id = {p.env_id: v for p, v in zip(programs, verdicts)}
-        report["replies"] = [
-            {
-                "skill": a.skill,
-                "text": a.completion.text,
-                "error": a.error,
-                "failures": None
-                if a.program is None
-                else [[f.check, f.reason] for f in by_id[a.program.env_id].failures],
-            }
-            for a in attempts
-        ]
+
+
+def _agent_report(before: dict[str, Any]) -> dict[str, Any]:
+    """The Agent's numbers, `agent_<set>_set` per paired set: its win rate with a 95% interval,
+    whether it came from the before-cache, wins by family and items per family."""
+    from spade.evals import paired
+
+    report: dict[str, Any] = {}
+    sets = {e.name: e for e in paired.paired_sets()}
+    for name, record in before["sets"].items():
+        evalset = sets[name]
+        result = result_of(evalset.programs, [b == "1" for b in record["outcomes"]])
+        report[f"agent_{name}_set"] = {
+            **_rate(result),
+            "cached": record["cached"],
+            "by_family": {k.split(":", 1)[1]: v.wins for k, v in sorted(result.by_family.items())},
+            "per_family": len(next(iter(evalset.families.values()))),
+        }
     return report
+
+
+def _replies(
+    attempts: Sequence[DesignAttempt], programs: Sequence[Program], verdicts: Sequence[Verdict]
+) -> list[dict[str, Any]]:
+    """Each Designer reply with its skill, text, extraction error and its program's failures
+    (None when no program was extracted), for `keep_replies`."""
+    by_id = {p.env_id: v for p, v in zip(programs, verdicts)}
+    return [
+        {
+            "skill": a.skill,
+            "text": a.completion.text,
+            "error": a.error,
+            "failures": None
+            if a.program is None
+            else [[f.check, f.reason] for f in by_id[a.program.env_id].failures],
+        }
+        for a in attempts
+    ]

@@ -24,8 +24,8 @@ Everything is deterministic: the same items in the same order on every machine (
 differs only by whether reasoning-gym is installed, which its `content_hash` reflects). Each
 item's `source` names its set and family (`near:add/3`, `far:smaller/7`,
 `far:reasoning-gym:chain_sum/4`), so `EvalResult.by_family` groups by `near:add`.
-The evaluation and its paired statistic are `spade.evals.before_after` and `spade.evals.winrate`
-(docs/evaluation.md).
+The evaluation and its paired statistic are `spade.evals.paired` and `spade.evals.winrate`
+(docs/evaluation.md); a run makes it through `spade.evals.before_after`.
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ async def evaluate_solutions(
     --policy solution`): a check that an environment, or a suite adapter, scores its known
     answer as a win. A program without a solution, or whose solution fails, loses."""
     from spade.envs.episode import replay, run_episode
-    from spade.envs.validate import replayable
+    from spade.envs.sandboxed_checks import replayable
     from spade.sandbox import SandboxError
 
     gate = asyncio.Semaphore(concurrency)

@@ -4,9 +4,9 @@ Reads only: metrics.jsonl (a half-written last line is skipped), config.json, ev
 summary.json and pool.sqlite opened read-only, so it is safe while the run is still going.
 
 Environment diversity is the mean pairwise Jaccard distance of the token 5-gram sets that the
-validator's near-duplicate check uses (`spade.envs.validate.shingles`), over the admitted pool as it
-stood after each iteration, and over each iteration's admitted designs; the novelty line is the
-mean distance of each new design to its nearest earlier environment. Above DIVERSITY_SAMPLE
+validator's near-duplicate check uses (`spade.envs.duplicates.shingles`), over the admitted pool
+as it stood after each iteration, and over each iteration's admitted designs; the novelty line is
+the mean distance of each new design to its nearest earlier environment. Above DIVERSITY_SAMPLE
 admitted environments it is measured on a sample stratified by creation iteration.
 """
 
@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from spade.envs.duplicates import shingles
 from spade.envs.pool_io import ReadOnlyPool, export_rows
-from spade.envs.validate import shingles
 from spade.selfplay.rundir import read_metrics
 
 

@@ -27,8 +27,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from spade.backends.base import Policy, SamplingParams
+from spade.envs.checks import ValidatorConfig
+from spade.envs.duplicates import shingles
 from spade.envs.pool import Pool
-from spade.envs.validate import ValidatorConfig, shingles, validate_many
+from spade.envs.validate import validate_many
 from spade.sandbox import SandboxAPI
 from spade.selfplay.designer import DesignAttempt, NegativeExample, design
 from spade.types import CheckFailure, Program, Verdict

@@ -13,8 +13,9 @@ from collections import Counter
 import pytest
 
 from spade.envs import bundled
+from spade.envs.checks import ValidatorConfig
 from spade.envs.episode import replay, run_episode
-from spade.envs.validate import ValidatorConfig, validate_many
+from spade.envs.validate import validate_many
 from spade.sandbox import Sandbox
 from spade.types import GAME_SKILLS, TOOL_SKILLS, Program
 

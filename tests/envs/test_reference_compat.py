@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
+from spade.envs.checks import ValidatorConfig
 from spade.envs.episode import run_episode
 from spade.envs.pool import Pool
 from spade.envs.pool_io import Candidate, import_candidates
-from spade.envs.validate import ValidatorConfig, validate, validate_many
+from spade.envs.validate import validate, validate_many
 from spade.sandbox import Sandbox
 from spade.sandbox.runtime import build_namespace, find_env_class, instantiate
 from spade.types import Program

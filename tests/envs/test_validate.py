@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from spade.envs.validate import ValidatorConfig, validate, validate_many
+from spade.envs.checks import ValidatorConfig
+from spade.envs.validate import validate, validate_many
 from spade.sandbox import Sandbox
 from spade.types import Program, Verdict
 
@@ -274,7 +275,7 @@ def test_validate_never_raises_on_unencodable_code() -> None:
 
 
 def test_every_check_a_verdict_names_is_a_known_stable_name(verdicts: dict[str, Any]) -> None:
-    from spade.envs.validate import CHECKS
+    from spade.envs.checks import CHECKS
 
     named = {
         f.check

@@ -183,7 +183,8 @@ def test_a_wrong_reply_loses_and_the_right_one_wins() -> None:
 def test_eval_programs_are_deterministic_valid_environments() -> None:
     import asyncio
 
-    from spade.envs.validate import ValidatorConfig, validate_many
+    from spade.envs.checks import ValidatorConfig
+    from spade.envs.validate import validate_many
     from spade.sandbox import Sandbox
 
     programs = eval_programs()

@@ -34,8 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run from a checkout without an installed package
     sys.path.insert(0, str(ROOT))
 
+from spade.envs.checks import ValidatorConfig  # noqa: E402
 from spade.envs.episode import run_episode  # noqa: E402
-from spade.envs.validate import ValidatorConfig, validate  # noqa: E402
+from spade.envs.validate import validate  # noqa: E402
 from spade.sandbox import Sandbox, SandboxConfig, SandboxError, Session  # noqa: E402
 from spade.sandbox.lifecycle import private_env  # noqa: E402
 from spade.types import Program  # noqa: E402

@@ -23,7 +23,8 @@ TESTS = Path(__file__).resolve().parents[1]
 from spade.backends.base import Message, SamplingParams  # noqa: E402
 from spade.cli.main import main  # noqa: E402
 from spade.envs import bundled  # noqa: E402
-from spade.envs.validate import ValidatorConfig, validate_many  # noqa: E402
+from spade.envs.checks import ValidatorConfig  # noqa: E402
+from spade.envs.validate import validate_many  # noqa: E402
 from spade.sandbox import Sandbox, SandboxConfig, SandboxError, make_sandbox  # noqa: E402
 from spade.sandbox.cluster import RaySandbox, _Host  # noqa: E402
 from spade.selfplay.rollout import PlayRequest, play  # noqa: E402

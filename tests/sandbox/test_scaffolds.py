@@ -305,7 +305,8 @@ def test_standalone_leaves_other_files_alone() -> None:
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
 def test_compact_programs_pass_the_validator_and_standalone_ones_too() -> None:
-    from spade.envs.validate import ValidatorConfig, validate_many
+    from spade.envs.checks import ValidatorConfig
+    from spade.envs.validate import validate_many
     from spade.sandbox import Sandbox
 
     sources = [TIMES, GUESS]

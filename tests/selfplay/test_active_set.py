@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from spade.config import PlayConfig, TrainConfig
+from spade.envs.checks import ValidatorConfig
+from spade.envs.duplicates import check_duplicates
 from spade.envs.pool import EpisodeRow, Pool
-from spade.envs.validate import ValidatorConfig, check_duplicates
 from spade.evals.sets import eval_programs
 from spade.selfplay.loop import REPLAY_FLOOR, active_set, replay_weights, weighted_sample
 from spade.train import mini_seed_programs, seed_pool

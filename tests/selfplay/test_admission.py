@@ -14,8 +14,9 @@ import pytest
 
 from spade.backends.base import Message, SamplingParams
 from spade.cli import model_commands
+from spade.envs.checks import ValidatorConfig
+from spade.envs.duplicates import shingles
 from spade.envs.pool import Pool
-from spade.envs.validate import ValidatorConfig, shingles
 from spade.prompts import designer_reply
 from spade.sandbox import Sandbox, SandboxConfig
 from spade.selfplay.admission import (

@@ -349,7 +349,7 @@ def fuzz_replies(n: int, seed: int = 0) -> tuple[list[str], int]:
 @pytest.mark.timeout(900)  # ~35-60 s alone
 def test_10000_random_designer_replies_never_crash_design(tmp_path: Path) -> None:
     from spade.backends.base import SamplingParams
-    from spade.envs.validate import ValidatorConfig
+    from spade.envs.checks import ValidatorConfig
     from spade.rewards import INVALID_DESIGN_REWARD
     from spade.sandbox import Sandbox, SandboxConfig
     from spade.selfplay.admission import DesignRequest, design_and_admit

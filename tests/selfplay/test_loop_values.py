@@ -47,7 +47,7 @@ import pytest
 
 from spade.backends.base import Message, Models
 from spade.config import DesignConfig, PlayConfig
-from spade.envs.validate import ValidatorConfig
+from spade.envs.checks import ValidatorConfig
 from spade.prompts import DESIGNER_ROLE_COMPACT, HINT_SYSTEM, designer_reply
 from spade.rewards import INVALID_DESIGN_REWARD
 from spade.selfplay.admission import warm_start_programs
@@ -804,8 +804,7 @@ class LongEnv:
 def _long_run(run_dir: Path, designer_sleep: float = 0.0, pause: float = 0.0, **settings: object):
     """One iteration playing LONG_ENV (the pool's only environment; no design is valid)."""
     from spade.envs.pool import Pool
-    from spade.envs.validate import Verdict
-    from spade.types import Program
+    from spade.types import Program, Verdict
 
     run_dir.mkdir(parents=True)
     program = Program.from_code(LONG_ENV.replace("pause=0.0", f"pause={pause}"), source="tests")

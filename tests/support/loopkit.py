@@ -20,7 +20,7 @@ from pathlib import Path
 from spade.backends.base import Message, Models, Sample
 from spade.config import DesignConfig, PlayConfig, TrainConfig
 from spade.envs import bundled
-from spade.envs.validate import ValidatorConfig
+from spade.envs.checks import ValidatorConfig
 from spade.prompts import designer_reply
 from spade.sandbox import SandboxConfig
 from spade.types import GAME_SKILLS, Verdict

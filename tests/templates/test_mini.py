@@ -10,7 +10,8 @@ import random
 import pytest
 
 from spade.envs import bundled
-from spade.envs.validate import ValidatorConfig, validate_many
+from spade.envs.checks import ValidatorConfig
+from spade.envs.validate import validate_many
 from spade.sandbox import Sandbox, runtime
 from spade.templates.mini import (
     MINI_EVAL_FAMILIES,

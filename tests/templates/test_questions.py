@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from spade.envs.validate import ValidatorConfig, validate
+from spade.envs.checks import ValidatorConfig
+from spade.envs.validate import validate
 from spade.sandbox import Sandbox
 from spade.templates import questions as Q
 from spade.types import Program

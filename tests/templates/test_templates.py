@@ -17,7 +17,9 @@ import re
 import pytest
 
 from spade.envs import bundled
-from spade.envs.validate import ValidatorConfig, shingles, validate_many
+from spade.envs.checks import ValidatorConfig
+from spade.envs.duplicates import shingles
+from spade.envs.validate import validate_many
 from spade.sandbox import Sandbox, runtime
 from spade.templates import (
     COMPACT_FAMILIES,
