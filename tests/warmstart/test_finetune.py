@@ -17,7 +17,8 @@ from spade.warmstart.data import (
     replay_solutions,
     with_default_difficulty,
 )
-from spade.warmstart.finetune import _sequences, bootstrap
+from spade.warmstart.finetune import bootstrap
+from spade.warmstart.sequences import training_sequences
 
 EXAMPLES = [
     Example(({"role": "user", "content": "Lamp puzzle. Which switch?"},), "\\boxed{3}", "agent"),
@@ -234,7 +235,9 @@ def test_an_agent_episode_is_one_sequence_with_only_the_replies_trained(make_loc
         ({"role": "user", "content": "Design."},), "class AEnv:\n    pass", "designer"
     )
     data = [Example(first, "\\boxed{1}", "agent"), Example(second, "\\boxed{2}", "agent"), designer]
-    sequences, dropped = _sequences(data, backend.tokenizer, backend.eot_ids, max_length=4096)
+    sequences, dropped = training_sequences(
+        data, backend.tokenizer, backend.eot_ids, max_length=4096
+    )
     assert dropped == 0
     (agent,) = [s for s in sequences if s.role == "agent"]
     (code,) = [s for s in sequences if s.role == "designer"]
@@ -247,7 +250,7 @@ def test_an_agent_episode_is_one_sequence_with_only_the_replies_trained(make_loc
         "class AEnv"
     )
     # too long: dropped, counted
-    assert _sequences(data, backend.tokenizer, backend.eot_ids, max_length=8)[0] == []
+    assert training_sequences(data, backend.tokenizer, backend.eot_ids, max_length=8)[0] == []
 
 
 def test_trainable_layers_bootstrap_leaves_the_embeddings_as_they_were(make_local, tmp_path):
