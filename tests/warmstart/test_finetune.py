@@ -9,15 +9,9 @@ import pytest
 pytest.importorskip("torch")
 
 from spade.backends import SamplingParams
-from spade.warmstart.data import (
-    PLAIN_FORMAT,
-    Example,
-    prompts_format,
-    replay_many,
-    replay_solutions,
-    with_default_difficulty,
-)
+from spade.warmstart.data import PLAIN_FORMAT, Example, prompts_format, with_default_difficulty
 from spade.warmstart.finetune import bootstrap
+from spade.warmstart.replay import replay_many, replay_solutions
 from spade.warmstart.sequences import training_sequences
 
 EXAMPLES = [
