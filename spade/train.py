@@ -28,7 +28,7 @@ from spade.files import atomic_write_text
 from spade.rewards import make_designer_reward
 from spade.sandbox import make_sandbox
 from spade.selfplay.loop import run_iteration, time_totals
-from spade.selfplay.models import build_models, fsdp_model_path, resolve_model
+from spade.selfplay.models import build_models, fsdp_model_path, warm_started_model
 from spade.selfplay.rundir import LoopState, checkpoint, read_metrics, restore
 from spade.selfplay.tracking import check_available, open_trackers
 from spade.types import Program, Verdict
@@ -139,7 +139,7 @@ def train(
         if cfg.model.trainer == "fsdp":
             path = fsdp_model_path(cfg, progress_bars)
         else:
-            path = resolve_model(cfg.model, cfg.seed, progress_bars, cfg.design.form)
+            path = warm_started_model(cfg.model, cfg.design.form, progress_bars)
         try:
             models = build_models(cfg, path)
         except ValueError as exc:

@@ -12,11 +12,11 @@
   Chat template from the tokenizer, else ChatML.
 - Sampling: our own batched KV-cache loop (spade.backends.sampling) with exact logprobs, and a
   prefix cache that keeps each conversation's keys and values between turns.
-- Update: token-level PPO-clip (spade.backends.ppo), asymmetric clip 0.2 / 0.28, each role's
-  loss normalised by its own trained tokens (`PPOConfig.role_normalisation`), optional k3 KL to
-  a frozen copy of the initial weights (off by default, so no second model is held), gradient
-  clipping, micro-batches packed by token budget with gradient accumulation, AdamW (no weight
-  decay on biases and norm weights).
+- Update (spade.backends.training): token-level PPO-clip (spade.backends.ppo), asymmetric clip
+  0.2 / 0.28, each role's loss normalised by its own trained tokens
+  (`PPOConfig.role_normalisation`), optional k3 KL to a frozen copy of the initial weights (off
+  by default, so no second model is held), gradient clipping, micro-batches packed by token
+  budget with gradient accumulation, AdamW (no weight decay on biases and norm weights).
 - Precision ("auto"): fp32 weights with bf16 autocast ("bf16-mixed") on GPUs with bf16 and on
   CPUs that multiply bf16 natively (AVX512-BF16 or AMX, detected at run time); fp32 elsewhere;
   bf16 weights ("bf16") on request when memory matters.
@@ -31,42 +31,23 @@
 
 from __future__ import annotations
 
-import dataclasses
-import itertools
 import json
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import torch
 
 from spade.backends import chat
 from spade.backends._hf import quiet_progress, use_fp32_attention
-from spade.backends.base import (
-    Completion,
-    Message,
-    PPOConfig,
-    Prompt,
-    Role,
-    Sample,
-    SamplingParams,
-)
-from spade.backends.ppo import pack_micro_batches, ppo_loss, token_logprobs
-from spade.backends.sampling import (
-    PREFILL_TOKENS,
-    PrefixCache,
-    cache_kwarg,
-    generate,
-    new_cache,
-    row_seeds,
-)
+from spade.backends.base import Completion, Message, PPOConfig, Prompt, SamplingParams
+from spade.backends.kv_cache import PrefixCache
+from spade.backends.sampling import PREFILL_TOKENS, generate, row_seeds
 from spade.backends.torch_setup import (
     LoraSettings,
     dtype_kwarg,
     freeze_lower_layers,
-    fused_adamw,
     generation_eos,
     model_path,
     release_free_memory,
@@ -74,6 +55,7 @@ from spade.backends.torch_setup import (
     resolve_precision,
     with_lora,
 )
+from spade.backends.training import LocalTraining
 
 
 @dataclass(frozen=True)
@@ -109,12 +91,11 @@ class LocalConfig:
     trust_remote_code: bool = False
 
 
-ROLES: tuple[Role, ...] = get_args(Role)
-"""The roles a sample can have; the update reports its per-role diagnostics under each."""
+class LocalBackend(LocalTraining):
+    """Policy and Trainer over one in-process torch model (the Trainer methods, `update`,
+    `sft_step` and `score`, in spade.backends.training)."""
 
-
-class LocalBackend:
-    """Policy and Trainer over one in-process torch model."""
+    config: LocalConfig
 
     def __init__(self, config: LocalConfig | None = None) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -175,24 +156,6 @@ class LocalBackend:
             PrefixCache(config.prefix_cache_mb << 20) if config.prefix_cache_mb > 0 else None
         )
         self.step = 0
-
-    def _optimizer(self) -> torch.optim.AdamW:
-        """AdamW over the trainable parameters; no weight decay on vectors (norms, biases)."""
-        ppo = self.config.ppo
-        decay: list[torch.nn.Parameter] = []
-        no_decay: list[torch.nn.Parameter] = []
-        for p in self.model.parameters():
-            if p.requires_grad:
-                (decay if p.dim() >= 2 else no_decay).append(p)
-        return torch.optim.AdamW(
-            [
-                {"params": decay, "weight_decay": ppo.weight_decay},
-                {"params": no_decay, "weight_decay": 0.0},
-            ],
-            lr=ppo.learning_rate,
-            betas=ppo.betas,
-            **fused_adamw(self.device),
-        )
 
     # ---------------------------------------------------------------- Policy
     def sample(
@@ -261,281 +224,6 @@ class LocalBackend:
         if self.precision == "bf16-mixed":
             return torch.autocast(device_type=self.device.type, dtype=torch.bfloat16)
         return None
-
-    # ---------------------------------------------------------------- Trainer
-    def score(self, samples: Sequence[Sample]) -> list[list[float]]:
-        """Current logprob of every token of each sample (position 0 gets 0.0), without updating."""
-        out: list[list[float]] = []
-        with torch.no_grad():
-            for s in samples:
-                batch = self._collate([s])
-                logp, _ = self._logprobs(self.model, batch, batch["attn"][:, 1:].bool())
-                out.append([0.0] + logp[0].tolist())
-        return out
-
-    def update(self, samples: Sequence[Sample]) -> dict[str, float]:
-        if not samples:
-            raise ValueError("update needs at least one sample")
-        ppo = self.config.ppo
-        n_mb = min(ppo.num_minibatches, len(samples))
-        bounds = [round(k * len(samples) / n_mb) for k in range(n_mb + 1)]
-        sums: dict[str, float] = {}
-        grad_norms: list[float] = []
-        total_tokens = 0
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        self.model.eval()
-        behaviour = list(samples)
-        if ppo.tis_cap is not None:  # the ratio against the trainer's own logprobs (see PPOConfig)
-            samples = [
-                dataclasses.replace(s, logprobs=tuple(x * m for x, m in zip(lp, s.loss_mask)))
-                for s, lp in zip(samples, self.score(samples))
-            ]
-        for lo, hi in itertools.pairwise(bounds):
-            minibatch = samples[lo:hi]
-            n_tok = sum(s.num_trained_tokens for s in minibatch)
-            if n_tok == 0:
-                continue
-            total_tokens += n_tok
-            # counted over the whole minibatch (not a micro-batch or an FSDP rank's share), so
-            # every micro-batch and every rank weighs a sequence the same
-            role_tok = _tokens_per_role(minibatch)
-            for idx in self._micro_batches([len(s.token_ids) for s in minibatch]):
-                if idx is None:  # this rank has no share of this minibatch left (FSDP)
-                    self._idle_pass()
-                    continue
-                micro = [minibatch[i] for i in idx]
-                batch = self._collate(micro)
-                logp, entropy = self._logprobs(self.model, batch, batch["mask"].bool(), True)
-                assert entropy is not None
-                roles: dict[str, torch.Tensor] = {
-                    r: torch.tensor([s.role == r for s in micro], device=self.device)
-                    for r in ROLES
-                    if any(s.role == r for s in micro)
-                }
-                role_weight = None
-                if ppo.role_normalisation == "per_role":  # see PPOConfig.role_normalisation
-                    role_weight = torch.tensor(
-                        [n_tok / max(role_tok[s.role], 1) for s in micro], device=self.device
-                    )
-                ref_logp = self._reference_logprobs(batch) if ppo.kl_coef > 0 else None
-                is_weight = None
-                if ppo.tis_cap is not None:
-                    sampler = self._collate([behaviour[lo + i] for i in idx])["old_logp"]
-                    gap = batch["old_logp"] - sampler  # trainer minus sampler, per token
-                    weight = torch.exp(gap)
-                    is_weight = weight.clamp(max=ppo.tis_cap)
-                    k3 = 1.0 / weight + gap - 1.0  # KL(sampler || trainer), k3 estimate
-                    for key, value in (
-                        ("tis_weight", is_weight),
-                        ("tis_capped", (weight > ppo.tis_cap).float()),
-                        ("mismatch_kl", k3),
-                    ):
-                        sums[key] = sums.get(key, 0.0) + float((value * batch["mask"]).sum())
-                parts = ppo_loss(
-                    logp,
-                    batch["old_logp"],
-                    batch["advantage"],
-                    batch["mask"],
-                    float(n_tok),
-                    ppo.clip_low,
-                    ppo.clip_high,
-                    ref_logp,
-                    ppo.kl_coef,
-                    is_weight,
-                    weight_B=role_weight,
-                    entropy_BT=entropy,
-                    groups=roles,
-                )
-                (parts.loss * self._loss_scale).backward()
-                for k, v in parts.sums.items():
-                    sums[k] = sums.get(k, 0.0) + v
-            max_norm = ppo.max_grad_norm if ppo.max_grad_norm > 0 else float("inf")
-            norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
-            if hasattr(norm, "full_tensor"):  # a sharded model's norm (spade.backends.fsdp)
-                norm = norm.full_tensor()
-            grad_norms.append(float(norm))
-            self._warm_up(ppo)
-            self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=True)
-        sums = self._sum_over_ranks(sums)
-        self.step += 1
-        self.weights_changed()
-        role_tokens = _tokens_per_role(samples)
-        metrics: dict[str, float] = {}
-        for k, v in sums.items():  # per-token means over every trained token, or over one role's
-            role = k.partition("/")[2]
-            if not role:
-                metrics[k] = v / max(total_tokens, 1)
-            elif role_tokens[role]:  # `pg_loss/agent`...: only for a role this update trained
-                metrics[k] = v / role_tokens[role]
-        metrics["loss"] = metrics.get("pg_loss", 0.0) + ppo.kl_coef * metrics.get("kl_ref", 0.0)
-        metrics["grad_norm"] = sum(grad_norms) / max(len(grad_norms), 1)
-        metrics["trained_tokens"] = float(total_tokens)
-        metrics["sequences"] = float(len(samples))
-        for role in ("designer", "agent"):
-            metrics[f"trained_tokens/{role}"] = float(role_tokens[role])
-        metrics["step"] = float(self.step)
-        return metrics
-
-    # The hooks a sharded trainer (spade.backends.fsdp) overrides: one process does it all here.
-    _loss_scale = 1.0
-    """Multiplies each micro-batch loss before backward (FSDP averages gradients over ranks)."""
-    _whole_forward = False
-    """Logits through the model's own forward at every position (`_logits_at`)."""
-
-    def _warm_up(self, ppo: PPOConfig) -> None:
-        """Set the learning rate of the coming optimizer step: `ppo.learning_rate` scaled by
-        (steps taken + 1) / `ppo.warmup_steps` until the warm-up is over. The count is AdamW's
-        own (in its state, so a resumed run continues the ramp where it stopped)."""
-        if ppo.warmup_steps <= 0:
-            return
-        taken = 0
-        for group in self.optimizer.param_groups:
-            for p in group["params"]:
-                step = self.optimizer.state.get(p, {}).get("step")
-                if step is not None:
-                    taken = max(taken, int(step))
-        scale = min(1.0, (taken + 1) / ppo.warmup_steps)
-        for group in self.optimizer.param_groups:
-            group["lr"] = ppo.learning_rate * scale
-
-    def _micro_batches(self, lengths: Sequence[int]) -> list[list[int] | None]:
-        """This process's micro-batches of a minibatch (None: a pass with nothing to train)."""
-        return list(pack_micro_batches(lengths, self.config.ppo.micro_batch_tokens))
-
-    def _idle_pass(self) -> None:
-        raise AssertionError("a single process always has its micro-batch")
-
-    def _sum_over_ranks(self, sums: dict[str, float]) -> dict[str, float]:
-        return sums
-
-    def sft_step(self, samples: Sequence[Sample], prompt_gradient: bool = True) -> dict[str, float]:
-        """One AdamW step of supervised fine-tuning: mean NLL of the masked tokens.
-
-        The output layer runs only at the trained positions (a long prompt costs no vocabulary
-        projection), under the backend's precision (bf16 autocast for "bf16-mixed").
-        `prompt_gradient=False` runs each sequence's untrained prefix (its prompt) forward
-        without gradient and trains on the rest through that key-value cache: the prompt costs
-        one forward pass instead of a forward and a backward, and no gradient flows through how
-        the prompt is encoded (an approximation the warm start can choose; PPO never does).
-        """
-        import torch.nn.functional as F
-
-        n_tok = sum(s.num_trained_tokens for s in samples)
-        if n_tok == 0:
-            raise ValueError("sft_step needs samples with trained tokens")
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        self.model.eval()
-        decoder = self.model.get_decoder()
-        total = 0.0
-        groups = (
-            pack_micro_batches(
-                [len(s.token_ids) for s in samples], self.config.ppo.micro_batch_tokens
-            )
-            if prompt_gradient
-            else [[i] for i in range(len(samples))]
-        )
-        for idx in groups:
-            batch = self._collate([samples[i] for i in idx])
-            ids, attn = batch["ids"][:, :-1], batch["attn"][:, :-1]
-            targets, select = batch["ids"][:, 1:], batch["mask"].bool()
-            start = 0
-            if not prompt_gradient and select.any():  # one sequence: inputs before its first target
-                start = int(select[0].nonzero()[0])
-            with self._autocast() or nullcontext():
-                cache = {}
-                if start:
-                    cache = {cache_kwarg(self.model): new_cache(self.model)}
-                    with torch.no_grad():
-                        decoder(
-                            input_ids=ids[:, :start],
-                            attention_mask=attn[:, :start],
-                            use_cache=True,
-                            **cache,
-                        )
-                logits = _logits_at(
-                    self.model,
-                    select[:, start:],
-                    input_ids=ids[:, start:],
-                    attention_mask=attn,
-                    **cache,
-                ).float()
-            loss = F.cross_entropy(logits, targets[:, start:][select[:, start:]], reduction="sum")
-            loss = loss / n_tok
-            loss.backward()
-            total += float(loss.detach())
-        max_norm = (
-            self.config.ppo.max_grad_norm if self.config.ppo.max_grad_norm > 0 else float("inf")
-        )
-        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_norm))
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        self.step += 1
-        self.weights_changed()
-        return {"nll": total, "grad_norm": grad_norm, "trained_tokens": float(n_tok)}
-
-    def _collate(self, batch: Sequence[Sample]) -> dict[str, torch.Tensor]:
-        T = max(len(s.token_ids) for s in batch)
-        ids = torch.full((len(batch), T), self.pad_id, dtype=torch.long)
-        attn = torch.zeros((len(batch), T), dtype=torch.long)
-        mask = torch.zeros((len(batch), T), dtype=torch.float32)
-        old = torch.zeros((len(batch), T), dtype=torch.float32)
-        for i, s in enumerate(batch):
-            n = len(s.token_ids)
-            ids[i, :n] = torch.tensor(s.token_ids)
-            attn[i, :n] = 1
-            mask[i, :n] = torch.tensor(s.loss_mask, dtype=torch.float32)
-            old[i, :n] = torch.tensor(s.logprobs, dtype=torch.float32)
-        d = self.device
-        return {
-            "ids": ids.to(d),
-            "attn": attn.to(d),
-            "mask": mask[:, 1:].to(d),
-            "old_logp": old[:, 1:].to(d),
-            "advantage": torch.tensor([s.advantage for s in batch], dtype=torch.float32, device=d),
-            "temperature": torch.tensor(
-                [s.temperature for s in batch], dtype=torch.float32, device=d
-            ),
-        }
-
-    def _logprobs(
-        self,
-        model: Any,
-        batch: dict[str, torch.Tensor],
-        select: torch.Tensor,
-        with_entropy: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Logprob (and entropy) of each next token where `select` (B, T-1) is true, 0 elsewhere.
-
-        The output layer runs only at the selected positions: projecting every prompt token
-        onto the 49,152-word vocabulary cost ~200 MB of fp32 logits per 1,000 tokens (several
-        times over in the softmax and its backward) for positions PPO never trains."""
-        with self._autocast() or nullcontext():
-            logits = _logits_at(
-                model,
-                torch.nn.functional.pad(select, (0, 1)),  # the last position predicts nothing
-                self._whole_forward,
-                input_ids=batch["ids"],
-                attention_mask=batch["attn"],
-                use_cache=False,
-            )
-        temperature = batch["temperature"][:, None].expand_as(select)[select]
-        logp, entropy = token_logprobs(
-            logits, batch["ids"][:, 1:][select], temperature, with_entropy
-        )
-        zeros = torch.zeros(select.shape, dtype=logp.dtype, device=logp.device)
-        return (
-            zeros.masked_scatter(select, logp),
-            None if entropy is None else zeros.masked_scatter(select, entropy),
-        )
-
-    def _reference_logprobs(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        with torch.no_grad():
-            select = batch["mask"].bool()
-            if self.ref_model is not None:
-                return self._logprobs(self.ref_model, batch, select)[0]
-            with self.model.disable_adapter():  # LoRA: the base weights are the reference
-                return self._logprobs(self.model, batch, select)[0]
 
     # ---------------------------------------------------------------- checkpoints
     def save(self, directory: str | Path) -> None:
@@ -632,26 +320,3 @@ class LocalBackend:
     @property
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
-
-
-def _tokens_per_role(samples: Sequence[Sample]) -> dict[str, int]:
-    return {r: sum(s.num_trained_tokens for s in samples if s.role == r) for r in ROLES}
-
-
-def _logits_at(
-    model: Any, select: torch.Tensor, whole: bool = False, **inputs: Any
-) -> torch.Tensor:
-    """The model's logits at the input positions where `select` (batch, tokens) is true, as
-    (N, vocabulary). The output layer runs only there, unless the model scales or soft-caps its
-    logits after it (Gemma 2/3, Cohere, Granite) or `whole` asks for the model's own forward
-    (FSDP: a sharded root only gathers its weights in its own forward); those project every
-    position."""
-    config = getattr(model, "config", None)
-    plain = not any(
-        getattr(config, name, None) not in (None, 1, 1.0)
-        for name in ("final_logit_softcapping", "logit_scale", "logits_scaling")
-    )
-    if whole or not plain:
-        return model(**inputs).logits[select]
-    hidden = model.get_decoder()(**inputs).last_hidden_state
-    return model.get_output_embeddings()(hidden[select])

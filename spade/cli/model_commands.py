@@ -324,12 +324,12 @@ def _programs(paths: list[Path]) -> list[Program] | str:
 def _policy_for(
     model: str, run_dir: Path | None, base_url: str | None, key_env: str, seed: int
 ) -> Any:
-    from spade.selfplay.models import build_policy, local_backend, resolve_model
+    from spade.selfplay.models import build_policy, local_backend, warm_started_model
 
     if run_dir is not None:
         cfg = config_io.load(run_dir / "config.json")
         state = json.loads((run_dir / "state.json").read_text())
-        backend = local_backend(cfg.model, resolve_model(cfg.model, cfg.seed), cfg.seed, cfg.ppo)
+        backend = local_backend(cfg.model, warm_started_model(cfg.model), cfg.seed, cfg.ppo)
         if state.get("checkpoint"):
             backend.load(run_dir / state["checkpoint"] / "agent")
         return backend
@@ -560,9 +560,9 @@ def untie_cmd(
     """
     from spade.backends.torch_setup import untie_embeddings
     from spade.config import ModelConfig
-    from spade.selfplay.models import resolve_model
+    from spade.selfplay.models import warm_started_model
 
-    source = resolve_model(ModelConfig(model=model, warm_start=warm_start), form=form)
+    source = warm_started_model(ModelConfig(model=model, warm_start=warm_start), form=form)
     target = out if out is not None else Path(str(source).rstrip("/") + "-untied")
     if (target / "config.json").exists() and not force:
         console.print(f"untied copy (exists; --force rewrites it): {target}", soft_wrap=True)

@@ -1,9 +1,10 @@
 """The models a run trains and samples with, built from its config.
 
-`resolve_model` turns a model name into a folder (the embedded default fetched, converted and
-warm-started on first use); `build_models` builds the Policy and Trainer of each role: the local
-backend, FSDP2-sharded training under torchrun (`--trainer fsdp`), sampling on vLLM servers with
-the weights pushed into them after each update (`--vllm-urls`).
+`model_folder` turns a model name into a folder (the embedded default fetched and converted on
+first use), `warm_started_model` into the folder a run starts from (the embedded default
+warm-started first, trained on first use); `build_models` builds the Policy and Trainer of each
+role: the local backend, FSDP2-sharded training under torchrun (`--trainer fsdp`), sampling on
+vLLM servers with the weights pushed into them after each update (`--vllm-urls`).
 """
 
 from __future__ import annotations
@@ -14,30 +15,35 @@ from spade.backends.base import Models, Policy, PPOConfig
 from spade.config import ModelConfig, TrainConfig
 
 
-def resolve_model(
-    model: ModelConfig, seed: int = 0, progress: bool = True, form: str = "compact"
-) -> str:
-    """The model folder to load: the embedded names (`smollm2`, `tiny-test`) become their cached
-    folders (fetched / built on first use), and the embedded default is warm-started for the
-    Designer `form` first (`spade bootstrap`, cached) unless `model.warm_start` is off; anything
-    else is passed on as given."""
+def model_folder(model: ModelConfig, progress: bool = True) -> str:
+    """The folder `model` names, as it is: the embedded names (`smollm2`, `tiny-test`) become
+    their cached folders (fetched / built on first use), a served model's name and anything
+    else are passed on as given. Trains nothing (`warm_started_model` may)."""
     if model.openai_base_url:
         return model.model  # the served model's name
     from spade.backends.torch_setup import model_path
 
-    if model.warm_start and model.model == "smollm2":
-        import gc
-
-        from spade.backends.torch_setup import release_free_memory
-        from spade.warmstart.finetune import bootstrap
-
-        path = str(bootstrap(model.model, form=form, progress=progress))
-        # a warm start trained in this process leaves its model, optimizer and activations
-        # behind as free heap: hand them back before the run loads its own
-        gc.collect()
-        release_free_memory()
-        return path
     return model_path(model.model, progress=progress)
+
+
+def warm_started_model(model: ModelConfig, form: str = "compact", progress: bool = True) -> str:
+    """The model folder a run starts from: for the embedded default (`smollm2`) with
+    `model.warm_start` on, its warm start for the Designer `form` (`spade bootstrap`'s cached
+    result, the same for every run seed), trained here first when it is not cached yet
+    (minutes); any other model is `model_folder(model)`."""
+    if model.openai_base_url or not (model.warm_start and model.model == "smollm2"):
+        return model_folder(model, progress)
+    import gc
+
+    from spade.backends.torch_setup import release_free_memory
+    from spade.warmstart.finetune import bootstrap
+
+    path = str(bootstrap(model.model, form=form, progress=progress))
+    # a warm start trained in this process leaves its model, optimizer and activations
+    # behind as free heap: hand them back before the run loads its own
+    gc.collect()
+    release_free_memory()
+    return path
 
 
 def local_config(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | None = None) -> Any:
@@ -63,7 +69,8 @@ def local_backend(model: ModelConfig, path: str, seed: int, ppo: PPOConfig | Non
 
 
 def build_policy(model: ModelConfig, seed: int = 0, progress: bool = True) -> Policy:
-    """A sampling-only policy: an OpenAI-compatible server, or a local model."""
+    """A sampling-only policy: an OpenAI-compatible server, or a local model (the embedded
+    default warm-started first: `warm_started_model`)."""
     if model.openai_base_url:
         from spade.backends.openai_compat import OpenAICompatConfig, OpenAICompatPolicy
 
@@ -71,7 +78,7 @@ def build_policy(model: ModelConfig, seed: int = 0, progress: bool = True) -> Po
             base_url=model.openai_base_url, model=model.model, api_key_env=model.openai_api_key_env
         )
         return OpenAICompatPolicy(config)
-    policy: Policy = local_backend(model, resolve_model(model, seed, progress), seed)
+    policy: Policy = local_backend(model, warm_started_model(model, progress=progress), seed)
     return policy
 
 
@@ -144,6 +151,6 @@ def fsdp_model_path(cfg: TrainConfig, progress: bool = True) -> str:
 
     message: list[Any] = [None]
     if dist.get_rank() == 0:
-        message[0] = resolve_model(cfg.model, cfg.seed, progress, cfg.design.form)
+        message[0] = warm_started_model(cfg.model, cfg.design.form, progress)
     dist.broadcast_object_list(message, src=0)
     return str(message[0])

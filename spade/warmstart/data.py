@@ -15,8 +15,8 @@ episode gives the loop nothing to learn from. The default data (`warm_start_exam
   left out: their renders are in the evaluation set (`spade.evals.sets.eval_programs`) with one
   render of each trained mini family (other parameters, other episodes).
 - Agent turns: an observation (with the conversation so far) -> the next reply of `solution()`,
-  recorded by replaying the solutions of template programs and of the seeds in a child process,
-  at several difficulties.
+  recorded by replaying the solutions of template programs and of the seeds in a child process
+  (`spade.warmstart.replay`), at several difficulties.
 
 The prompt formats belong to spade.prompts; they enter here as functions (`ExampleFormat`,
 default `prompts_format()`), and the whole data builder can be replaced (`bootstrap(examples=)`).
@@ -25,22 +25,18 @@ default `prompts_format()`), and the whole data builder can be replaced (`bootst
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spade.backends.base import Message, Role
+from spade.warmstart.replay import replay_many, replay_solutions
 
 if TYPE_CHECKING:
     from spade.templates import Rendered
-
-PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -128,86 +124,6 @@ def with_default_difficulty(code: str, difficulty: int) -> str:
     return re.sub(
         r"(def __init__\([^)]*\bdifficulty\s*=\s*)\d+", rf"\g<1>{difficulty}", code, count=1
     )
-
-
-_REPLAY = r"""
-import json, sys
-from spade.sandbox import runtime
-job = json.load(sys.stdin)
-
-
-def play(code, runs):
-    ns = runtime.build_namespace()
-    exec(compile(code, "<seed>", "exec"), ns)
-    cls = runtime.find_env_class(code, ns)
-    out = []
-    for difficulty, seed in runs:
-        env = runtime.instantiate(cls, job["max_turns"], {"difficulty": difficulty})
-        obs, _ = env.reset(seed=seed)
-        tools = env.get_tools() if hasattr(env, "get_tools") else []
-        replies = env.solution()
-        replies = [replies] if isinstance(replies, str) else list(replies)
-        turns, reward, done = [], 0.0, False
-        for reply in replies:
-            turns.append([obs, reply])
-            obs, reward, terminated, truncated, _ = env.step(reply)
-            if terminated or truncated:
-                done = terminated
-                break
-        won = bool(done and reward > 0)
-        out.append(
-            {"difficulty": difficulty, "seed": seed, "turns": turns, "won": won, "tools": tools}
-        )
-    return out
-
-
-results = []
-for code, runs in job["programs"]:
-    try:
-        results.append(play(code, runs))
-    except Exception:
-        results.append([])
-json.dump(results, sys.stdout)
-"""
-
-
-def replay_many(
-    programs: Sequence[tuple[str, Sequence[tuple[int, int]]]],
-    max_turns: int = 25,
-    timeout_s: float = 120.0,
-) -> list[list[dict[str, Any]]]:
-    """Play trusted programs' `solution()` for each of their (difficulty, seed) runs, all in one
-    child process. A program that fails gives []; if the child fails or hangs, every one does."""
-    job = json.dumps(
-        {
-            "programs": [[code, [list(r) for r in runs]] for code, runs in programs],
-            "max_turns": max_turns,
-        }
-    )
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _REPLAY],
-            input=job,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            cwd=PACKAGE_PARENT,
-        )
-    except subprocess.TimeoutExpired:
-        return [[] for _ in programs]
-    if done.returncode != 0:
-        return [[] for _ in programs]
-    return list(json.loads(done.stdout))
-
-
-def replay_solutions(
-    code: str, runs: Sequence[tuple[int, int]], max_turns: int = 25, timeout_s: float = 120.0
-) -> list[dict[str, Any]]:
-    """Play a trusted seed's `solution()` for each (difficulty, seed) in one child process.
-
-    Returns [] if the program fails or hangs: a broken seed must not stop the warm start.
-    """
-    return replay_many([(code, runs)], max_turns, timeout_s)[0]
 
 
 def _agent_examples(
@@ -473,6 +389,7 @@ def source_fingerprint() -> str:
         root / "sandbox" / "scaffolds.py",
         root / "sandbox" / "runtime.py",
         Path(__file__).resolve(),
+        Path(__file__).resolve().with_name("replay.py"),
     ]
     for path in files:
         h.update(str(path.relative_to(root)).encode())

@@ -6,10 +6,10 @@
 
 The examples come from `spade.warmstart.data` (the default builder, `warm_start_examples`, for the
 recipe's Designer form) or from the caller. They are tokenized the way the loop trains,
-token-in/token-out: a Designer sequence is a prompt and one reply, an Agent sequence is one whole
-episode with only its replies trained. The result is cached under the model cache, keyed by the
-base model, the examples and the hyper-parameters; `spade_bootstrap.json` in it records steps,
-tokens, time and the final NLL.
+token-in/token-out (`spade.warmstart.sequences`): a Designer sequence is a prompt and one reply,
+an Agent sequence is one whole episode with only its replies trained. The result is cached under
+the model cache, keyed by the base model, the examples and the hyper-parameters;
+`spade_bootstrap.json` in it records steps, tokens, time and the final NLL.
 """
 
 from __future__ import annotations
@@ -21,111 +21,12 @@ import random
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from spade.backends.base import Message, PPOConfig, Role, Sample
+from spade.backends.base import PPOConfig, Role, Sample
 from spade.warmstart.data import Example, source_fingerprint, warm_start_examples
-
-
-def _encode_all(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
-    """Token ids of each text; repeated texts (prompts) are encoded once, in batched calls."""
-    from spade.backends import chat
-
-    unique = list(dict.fromkeys(texts))
-    ids: dict[str, list[int]] = {}
-    for start in range(0, len(unique), 512):
-        chunk = unique[start : start + 512]
-        for text, encoded in zip(chunk, tokenizer(chunk, add_special_tokens=False)["input_ids"]):
-            ids[text] = list(encoded)
-    if unique and ids[unique[0]] != chat.encode(tokenizer, unique[0]):  # batch == one by one
-        raise AssertionError("batched tokenization differs from chat.encode")
-    return [ids[t] for t in texts]
-
-
-@dataclass(frozen=True)
-class _Sequence:
-    """One training sequence: token ids and a loss mask (1 = trained). A Designer sequence is a
-    prompt and one reply; an Agent sequence is one episode, the replies of all its turns trained
-    and the prompt and later observations between them not (as the loop builds a multi-turn
-    sample, token-in/token-out)."""
-
-    ids: tuple[int, ...]
-    mask: tuple[int, ...]
-    role: Role
-
-    @property
-    def tokens(self) -> int:
-        return len(self.ids)
-
-
-def _message_key(messages: Sequence[Message]) -> str:
-    return json.dumps([[m["role"], str(m["content"])] for m in messages])
-
-
-def _chains(agent: Sequence[Example]) -> list[list[Example]]:
-    """Agent examples chained into episodes: an example continues another when its messages are
-    the other's messages, the other's reply and one more observation."""
-    successors: dict[str, list[Example]] = {}
-    for e in agent:
-        msgs = e.messages
-        if len(msgs) >= 3 and msgs[-2]["role"] == "assistant" and msgs[-1]["role"] == "user":
-            key = _message_key(msgs[:-2]) + "\x00" + str(msgs[-2]["content"])
-            successors.setdefault(key, []).append(e)
-    keys = {_message_key(e.messages) + "\x00" + e.target for e in agent}
-    chains: list[list[Example]] = []
-    for e in agent:
-        msgs = e.messages
-        if len(msgs) >= 3 and msgs[-2]["role"] == "assistant":
-            if _message_key(msgs[:-2]) + "\x00" + str(msgs[-2]["content"]) in keys:
-                continue  # continues another example: not the start of a chain
-        chain = [e]
-        while nxt := successors.get(_message_key(chain[-1].messages) + "\x00" + chain[-1].target):
-            chain.append(nxt.pop(0))
-        chains.append(chain)
-    return chains
-
-
-def _sequences(
-    data: Sequence[Example], tokenizer: Any, eot_ids: set[int], max_length: int
-) -> tuple[list[_Sequence], int]:
-    """The training sequences of `data` and the number of examples dropped for length."""
-    from spade.backends import chat
-
-    eot = min(eot_ids)
-    designer = [e for e in data if e.role == "designer"]
-    chains = _chains([e for e in data if e.role != "designer"])
-    texts = [chat.render(tokenizer, e.messages, True) for e in designer]
-    texts += [chat.render(tokenizer, c[0].messages, True) for c in chains]
-    texts += [e.target for e in designer] + [e.target for c in chains for e in c]
-    encoded = iter(_encode_all(tokenizer, texts))
-    prompts = [next(encoded) for _ in designer]
-    chain_prompts = [next(encoded) for _ in chains]
-    replies = [next(encoded) for _ in designer]
-    chain_replies = [[next(encoded) for _ in c] for c in chains]
-
-    out: list[_Sequence] = []
-    dropped = 0
-    for prompt, reply in zip(prompts, replies):
-        if len(prompt) + len(reply) + 1 > max_length:
-            dropped += 1
-            continue
-        ids = (*prompt, *reply, eot)
-        out.append(_Sequence(ids, (0,) * len(prompt) + (1,) * (len(reply) + 1), "designer"))
-    for chain, prompt, turns in zip(chains, chain_prompts, chain_replies):
-        seq, mask = list(prompt), [0] * len(prompt)
-        for i, (e, reply) in enumerate(zip(chain, turns)):
-            delta = chat.turn_delta_ids(tokenizer, seq[-1:], e.messages[-1:], eot_ids) if i else []
-            if len(seq) + len(delta) + len(reply) + 1 > max_length:
-                dropped += len(chain) - i
-                break
-            seq += [*delta, *reply, eot]
-            mask += [0] * len(delta) + [1] * (len(reply) + 1)
-        if any(mask):
-            out.append(_Sequence(tuple(seq), tuple(mask), chain[0].role))
-    return out, dropped
-
+from spade.warmstart.sequences import TrainingSequence, training_sequences
 
 ROLES: tuple[Role, ...] = ("designer", "agent")
 
@@ -185,41 +86,104 @@ def bootstrap(
     seeds, corpus, prompts, scaffolds) and the hyper-parameters, so a cached model is found
     without loading the base model or building the data.
     """
-    import shutil
-
-    from spade.backends.local import LocalBackend, LocalConfig
-    from spade.backends.tiny import cache_dir
-    from spade.backends.torch_setup import (
-        LoraSettings,
-        model_path,
-        resolve_device,
-        resolve_precision,
-    )
+    from spade.backends.torch_setup import model_path
 
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     built = time.monotonic()
-    data: list[Example] | None = None
-    if examples is not None:
-        data = list(examples() if callable(examples) else examples)
-        if not data:
-            raise ValueError("no bootstrap examples")
+    data = _given_examples(examples)
     base = model_path(model, progress=progress)
-    key = _cache_key(
-        base,
-        resolve_precision(precision, resolve_device("auto")),
-        f"warm_start_examples:{form}:" + source_fingerprint() if data is None else _hash(data),
-        [steps, learning_rate, batch_tokens, max_length, designer_share],
-        [lora_rank, trainable_layers, prompt_gradient, seed],
-    )
-    target = Path(output) if output else cache_dir() / "models" / f"{Path(base).name}-boot-{key}"
-    meta_path = target / "spade_bootstrap.json"
-    if meta_path.exists() and json.loads(meta_path.read_text()).get("finished") and not force:
+    schedule = _Schedule(steps, learning_rate, batch_tokens, max_length, designer_share)
+    settings = [lora_rank, trainable_layers, prompt_gradient, seed]
+    target = _target(base, precision, data, form, schedule, settings, output)
+    if _finished(target) and not force:
         return target
     if data is None:
         _say(progress, f"bootstrap: building the warm-start data ({form} form) for {target.name}")
         data = list(warm_start_examples(seed=seed, form=form))
-    backend = LocalBackend(
+    backend = _backend(base, seed, precision, lora_rank, trainable_layers, schedule)
+    meta: dict[str, Any] = {
+        "base_model": backend.model_path,
+        "form": form if examples is None else None,
+        "lora_rank": lora_rank,
+        "trainable_layers": trainable_layers,
+        "prompt_gradient": prompt_gradient,
+        "precision": backend.precision,
+    }
+    meta |= _fine_tune(backend, data, schedule, prompt_gradient, seed, built, progress)
+    _write_result(backend, target, meta)
+    line = "bootstrap: {steps} steps in {seconds:.0f} s, final NLL {final_nll:.3f}"
+    _say(progress, line.format(**meta))
+    return target
+
+
+class _Schedule(NamedTuple):
+    """What a warm start trains for, in the cache key's order."""
+
+    steps: int
+    learning_rate: float
+    batch_tokens: int
+    max_length: int
+    designer_share: float
+
+
+def _given_examples(
+    examples: Sequence[Example] | Callable[[], Sequence[Example]] | None,
+) -> list[Example] | None:
+    """The caller's examples (built now if `examples` is a builder), or None for the default."""
+    if examples is None:
+        return None
+    data = list(examples() if callable(examples) else examples)
+    if not data:
+        raise ValueError("no bootstrap examples")
+    return data
+
+
+def _target(
+    base: str,
+    precision: str,
+    data: Sequence[Example] | None,
+    form: str,
+    schedule: _Schedule,
+    settings: list[Any],
+    output: str | Path | None,
+) -> Path:
+    """The result's folder: `output`, else the model cache's folder named by the cache key
+    (`_cache_key`; `data` None: the default builder for `form`, keyed by its source files)."""
+    from spade.backends.tiny import cache_dir
+    from spade.backends.torch_setup import resolve_device, resolve_precision
+
+    key = _cache_key(
+        base,
+        resolve_precision(precision, resolve_device("auto")),
+        f"warm_start_examples:{form}:" + source_fingerprint() if data is None else _hash(data),
+        schedule,
+        settings,
+    )
+    return Path(output) if output else cache_dir() / "models" / f"{Path(base).name}-boot-{key}"
+
+
+def _finished(target: Path) -> bool:
+    """Whether `target` holds a finished warm start (its `spade_bootstrap.json` says so)."""
+    meta_path = target / "spade_bootstrap.json"
+    return meta_path.exists() and bool(json.loads(meta_path.read_text()).get("finished"))
+
+
+def _backend(
+    base: str,
+    seed: int,
+    precision: str,
+    lora_rank: int,
+    trainable_layers: int | None,
+    schedule: _Schedule,
+) -> Any:
+    """The local backend the warm start trains: AdamW with betas 0.9/0.95 and weight decay
+    0.01 at the schedule's learning rate, micro-batches of at most the schedule's batch tokens
+    (8,192 at most), LoRA of `lora_rank` (0: none) or else the top `trainable_layers`."""
+    from spade.backends.local import LocalBackend, LocalConfig
+    from spade.backends.torch_setup import LoraSettings
+
+    return LocalBackend(
         LocalConfig(
             model=base,
             seed=seed,
@@ -227,15 +191,29 @@ def bootstrap(
             lora=LoraSettings(r=lora_rank) if lora_rank else None,
             trainable_layers=None if lora_rank else trainable_layers,
             ppo=PPOConfig(
-                learning_rate=learning_rate,
+                learning_rate=schedule.learning_rate,
                 weight_decay=0.01,
                 betas=(0.9, 0.95),
-                micro_batch_tokens=min(batch_tokens, 8192),
+                micro_batch_tokens=min(schedule.batch_tokens, 8192),
             ),
         )
     )
 
-    sequences, dropped = _sequences(data, backend.tokenizer, backend.eot_ids, max_length)
+
+def _fine_tune(
+    backend: Any,
+    data: Sequence[Example],
+    schedule: _Schedule,
+    prompt_gradient: bool,
+    seed: int,
+    built: float,
+    progress: bool,
+) -> dict[str, Any]:
+    """Tokenize `data` into sequences (dropping those over the schedule's `max_length`) and
+    train `backend` on them for the schedule (`_train`); returns what `spade_bootstrap.json`
+    records of the training (`built`: when the data building started)."""
+    steps, learning_rate, batch_tokens, max_length, designer_share = schedule
+    sequences, dropped = training_sequences(data, backend.tokenizer, backend.eot_ids, max_length)
     if not sequences:
         raise ValueError(f"every example is longer than max_length={max_length} tokens")
     build_seconds = time.monotonic() - built
@@ -250,17 +228,7 @@ def bootstrap(
     step, nll, tokens = _train(
         backend, mixer, steps, learning_rate, batch_tokens, prompt_gradient, progress
     )
-    partial = target.with_name(target.name + ".partial")
-    if partial.exists():
-        shutil.rmtree(partial)
-    backend.export(partial)
-    meta = {
-        "base_model": backend.model_path,
-        "form": form if examples is None else None,
-        "lora_rank": lora_rank,
-        "trainable_layers": trainable_layers,
-        "prompt_gradient": prompt_gradient,
-        "precision": backend.precision,
+    return {
         "steps": step,
         "finished": True,
         "sequences": {role: len(pool) for role, pool in mixer.pools.items()},
@@ -271,12 +239,21 @@ def bootstrap(
         "seconds": round(time.monotonic() - start, 1),
         "final_nll": nll,
     }
-    (partial / meta_path.name).write_text(json.dumps(meta, indent=2))
+
+
+def _write_result(backend: Any, target: Path, meta: dict[str, Any]) -> None:
+    """Export the trained model with `spade_bootstrap.json` into `target`, through a
+    `.partial` folder renamed at the end (replacing an unfinished or forced-over result)."""
+    import shutil
+
+    partial = target.with_name(target.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    backend.export(partial)
+    (partial / "spade_bootstrap.json").write_text(json.dumps(meta, indent=2))
     if target.exists():  # an unfinished or forced-over earlier result
         shutil.rmtree(target)
     partial.rename(target)
-    _say(progress, f"bootstrap: {step} steps in {meta['seconds']:.0f} s, final NLL {nll:.3f}")
-    return target
 
 
 def _hash(data: Sequence[Example]) -> str:
@@ -285,7 +262,7 @@ def _hash(data: Sequence[Example]) -> str:
 
 
 def _cache_key(
-    base: str, precision: str, data_hash: str, schedule: list[Any], model: list[Any]
+    base: str, precision: str, data_hash: str, schedule: Sequence[Any], model: Sequence[Any]
 ) -> str:
     """The cached model's name: base model (folder and tokenizer files), precision, data and
     hyper-parameters (`schedule`: steps, lr, batch and length limits, designer share;
@@ -298,16 +275,18 @@ class _RoleMixer:
     """Draws sequences so that `designer_share` of the tokens drawn are Designer turns: each
     draw takes the role furthest below its share, from that role's reshuffled queue."""
 
-    def __init__(self, sequences: Sequence[_Sequence], designer_share: float, rng: random.Random):
+    def __init__(
+        self, sequences: Sequence[TrainingSequence], designer_share: float, rng: random.Random
+    ):
         self.share, self.rng = designer_share, rng
-        self.pools: dict[str, list[_Sequence]] = {
+        self.pools: dict[str, list[TrainingSequence]] = {
             role: [q for q in sequences if q.role == role] for role in ROLES
         }
-        self.queues: dict[str, list[_Sequence]] = {role: [] for role in ROLES}
+        self.queues: dict[str, list[TrainingSequence]] = {role: [] for role in ROLES}
         self.drawn: dict[str, int] = {role: 0 for role in ROLES}
         self.seen: dict[str, int] = {role: 0 for role in ROLES}
 
-    def draw(self) -> _Sequence:
+    def draw(self) -> TrainingSequence:
         total = max(sum(self.drawn.values()), 1)
         role = "designer" if self.drawn["designer"] / total <= self.share else "agent"
         if not self.pools[role]:
@@ -319,10 +298,10 @@ class _RoleMixer:
         self.drawn[role] += seq.tokens
         return seq
 
-    def batch(self, batch_tokens: int) -> list[_Sequence]:
+    def batch(self, batch_tokens: int) -> list[TrainingSequence]:
         """At least one sequence and about `batch_tokens` tokens; the sequence that would
         overflow is put back for the next batch."""
-        batch: list[_Sequence] = []
+        batch: list[TrainingSequence] = []
         used = 0
         while used < batch_tokens:
             seq = self.draw()

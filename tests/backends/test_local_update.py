@@ -286,7 +286,7 @@ def test_a_model_that_soft_caps_its_logits_is_projected_through_its_own_forward(
         LlamaForCausalLM,
     )
 
-    from spade.backends.local import _logits_at
+    from spade.backends.training import _logits_at
 
     torch.manual_seed(0)
     small = {"vocab_size": 64, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1}

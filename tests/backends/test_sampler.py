@@ -7,7 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from spade.backends import Prompt, SamplingParams, episode_sample  # noqa: E402
-from spade.backends.sampling import PrefixCache  # noqa: E402
+from spade.backends.kv_cache import PrefixCache  # noqa: E402
 
 OPENINGS = [
     [{"role": "user", "content": "Guess a number between 1 and 10. Answer \\boxed{n}."}],

@@ -9,15 +9,10 @@ import pytest
 pytest.importorskip("torch")
 
 from spade.backends import SamplingParams
-from spade.warmstart.data import (
-    PLAIN_FORMAT,
-    Example,
-    prompts_format,
-    replay_many,
-    replay_solutions,
-    with_default_difficulty,
-)
-from spade.warmstart.finetune import _sequences, bootstrap
+from spade.warmstart.data import PLAIN_FORMAT, Example, prompts_format, with_default_difficulty
+from spade.warmstart.finetune import bootstrap
+from spade.warmstart.replay import replay_many, replay_solutions
+from spade.warmstart.sequences import training_sequences
 
 EXAMPLES = [
     Example(({"role": "user", "content": "Lamp puzzle. Which switch?"},), "\\boxed{3}", "agent"),
@@ -234,7 +229,9 @@ def test_an_agent_episode_is_one_sequence_with_only_the_replies_trained(make_loc
         ({"role": "user", "content": "Design."},), "class AEnv:\n    pass", "designer"
     )
     data = [Example(first, "\\boxed{1}", "agent"), Example(second, "\\boxed{2}", "agent"), designer]
-    sequences, dropped = _sequences(data, backend.tokenizer, backend.eot_ids, max_length=4096)
+    sequences, dropped = training_sequences(
+        data, backend.tokenizer, backend.eot_ids, max_length=4096
+    )
     assert dropped == 0
     (agent,) = [s for s in sequences if s.role == "agent"]
     (code,) = [s for s in sequences if s.role == "designer"]
@@ -247,7 +244,7 @@ def test_an_agent_episode_is_one_sequence_with_only_the_replies_trained(make_loc
         "class AEnv"
     )
     # too long: dropped, counted
-    assert _sequences(data, backend.tokenizer, backend.eot_ids, max_length=8)[0] == []
+    assert training_sequences(data, backend.tokenizer, backend.eot_ids, max_length=8)[0] == []
 
 
 def test_trainable_layers_bootstrap_leaves_the_embeddings_as_they_were(make_local, tmp_path):
