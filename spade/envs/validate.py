@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from spade.envs.episode import Policy, replay, run_episode
+from spade.envs.episode import ReplyFn, replay, run_episode
 from spade.envs.probes import blind_probes, copy_probes, tokens
 from spade.sandbox import SandboxAPI, SandboxError
 from spade.sandbox.runtime import env_class_names
@@ -235,7 +235,7 @@ def replayable(solution: Any, kind: str) -> list[str] | None:
     return None  # prose (reference tool-use files) or nothing: not replayable
 
 
-def _constant_policy(policy: Policy) -> Callable[[int], Policy]:
+def _constant_policy(policy: ReplyFn) -> Callable[[int], ReplyFn]:
     return lambda _seed: policy
 
 
@@ -260,7 +260,7 @@ class _Run:
 
     async def episodes_with(
         self,
-        policy_for_seed: Callable[[int], Policy],
+        policy_for_seed: Callable[[int], ReplyFn],
         seeds: Iterable[int],
         kwargs: dict[str, Any] | None = None,
         context: str = "",
