@@ -21,6 +21,7 @@ from spade import config as config_io
 from spade.backends.base import SamplingParams
 from spade.config import RECIPES, TINY_CPU, DesignConfig, ModelConfig, TrainConfig, UsageError
 from spade.envs import bundled
+from spade.prompts import PromptSettings
 from spade.sandbox.runtime import standalone
 from spade.types import GAME_SKILLS, Program, skill_slug
 from spade.warmstart.finetune import DEFAULT_STEPS
@@ -439,8 +440,9 @@ def design_cmd(
                     limit=count - admitted,
                     documents=documents,
                     exemplars_for=_exemplars(pool, rng),
-                    budget_chars=budget or None,  # 0: no cap
-                    form=form,
+                    prompt_settings=PromptSettings(
+                        budget_chars=budget or None, form=form
+                    ),  # 0: no cap
                 )
                 outcomes = design_and_admit(policy, envs, pool, loop.run_until_complete, request)
                 with open(out / "attempts.jsonl", "a") as log:

@@ -16,7 +16,7 @@ from spade.backends.base import Message, SamplingParams
 from spade.cli import model_commands
 from spade.envs.pool import Pool
 from spade.envs.validate import ValidatorConfig, shingles
-from spade.prompts import designer_reply
+from spade.prompts import PromptSettings, designer_reply
 from spade.sandbox import Sandbox, SandboxConfig
 from spade.selfplay.admission import (
     COUNT_REACHED,
@@ -201,7 +201,7 @@ def test_the_request_shapes_the_designer_prompt(env) -> None:
     policy = Batches([[GARBAGE]])
     reply = policy.reply
     policy.policy.reply = lambda messages: seen.append(messages) or reply(messages)
-    request = _request(1, difficulty_word="brutal", form="compact")
+    request = _request(1, prompt_settings=PromptSettings(difficulty_word="brutal", form="compact"))
     design_and_admit(policy, sandbox, pool, loop.run_until_complete, request)
     (messages,) = seen
     assert messages[0]["content"] == designer_system("game", form="compact")
@@ -320,7 +320,8 @@ def _designed_with(monkeypatch, tmp_path: Path, **flags: object) -> tuple:
 
     def capture(policy, envs, pool, run_async, request):
         p = request.params
-        seen.append((p.temperature, p.max_tokens, request.budget_chars, request.form))
+        settings = request.prompt_settings
+        seen.append((p.temperature, p.max_tokens, settings.budget_chars, settings.form))
         raise _Stop
 
     monkeypatch.setattr(model_commands, "_policy_for", lambda *a, **k: None)
@@ -347,7 +348,8 @@ def test_spade_design_and_the_bootstrap_measurement_use_the_recipes_designer(
 
     def capture(policy, **kw):
         p = kw["params"]
-        measured.append((p.temperature, p.max_tokens, kw["budget_chars"], kw["form"]))
+        settings = kw["settings"]
+        measured.append((p.temperature, p.max_tokens, settings.budget_chars, settings.form))
         raise _Stop
 
     monkeypatch.setattr(models, "local_backend", lambda *a, **k: None)
