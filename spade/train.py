@@ -156,7 +156,7 @@ def train(
             evals = _read_json(run_dir / "eval.json")
             # the before-cache holds a model folder's outcomes: not after a restored checkpoint
             _evaluate(evals, "before", ctx, show, use_cache=state.iteration == 0)
-            _iterate(ctx, state, trackers, progress_bars)
+            _iterate(ctx, run_dir, state, trackers, progress_bars)
             _evaluate(evals, "after", ctx, show)
             for line in before_after.paired_lines(evals):
                 show(line)
@@ -221,10 +221,13 @@ def _evaluate(
     before_after.suites_phase(evals, when, models, cfg, run_async, show)
 
 
-def _iterate(ctx: LoopContext, state: LoopState, trackers: Any, progress_bars: bool) -> None:
-    """The iterations after `state.iteration`, each checkpointed and sent to the trackers; the
-    learning curve's evaluation runs before the checkpoint of an iteration where it is due."""
-    cfg, run_dir = ctx.cfg, ctx.cfg.run_dir
+def _iterate(
+    ctx: LoopContext, run_dir: Path, state: LoopState, trackers: Any, progress_bars: bool
+) -> None:
+    """The iterations after `state.iteration`, each checkpointed into `run_dir` (where the run
+    was found, whatever its saved config says) and sent to the trackers; the learning curve's
+    evaluation runs before the checkpoint of an iteration where it is due."""
+    cfg = ctx.cfg
     with _Progress(cfg.iterations, state.iteration, progress_bars) as bar:
         for it in range(state.iteration + 1, cfg.iterations + 1):
             metrics = run_iteration(it, ctx, state, bar.phase)

@@ -128,7 +128,8 @@ def run_iteration(
     it: int, ctx: LoopContext, state: LoopState, progress: Callable[[str], None]
 ) -> dict[str, Any]:
     """One iteration; returns its metrics. Writes pool records; the caller checkpoints."""
-    cfg, clock = ctx.cfg, dict[str, float]()
+    cfg = ctx.cfg
+    clock: dict[str, float] = {}
     started = time.perf_counter()
     metrics: dict[str, Any] = {"iteration": it}
     new_envs: list[Program] = []
