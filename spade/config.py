@@ -18,8 +18,15 @@ import tyro
 from spade.backends.base import PPOConfig
 from spade.envs.checks import ValidatorConfig
 from spade.files import atomic_write_text
+from spade.rewards import DesignerRewardName
 from spade.sandbox import SandboxConfig
-from spade.types import GAME_SKILLS, TOOL_SKILLS
+from spade.types import COMPACT, FULL, GAME_SKILLS, TOOL_SKILLS, Form
+
+Trainer = Literal["local", "fsdp"]
+"""Who trains: one local process, or FSDP2 over the ranks of a torchrun launch
+(`ModelConfig.trainer`)."""
+LOCAL: Trainer = "local"
+FSDP: Trainer = "fsdp"
 
 
 class UsageError(ValueError):
@@ -72,7 +79,7 @@ class ModelConfig:
     """`nccl`: this host's address as the servers reach it (default: its hostname's address)."""
     vllm_nccl_port: int = 29600
     """`nccl`: the first rendezvous port; server i (in `vllm_urls` order) uses this + i."""
-    trainer: Literal["local", "fsdp"] = "local"
+    trainer: Trainer = LOCAL
     """`local`: one process trains (and samples). `fsdp`: the weights are sharded with FSDP2 over
     the ranks of a torchrun launch (`torchrun --nproc-per-node N -m spade train --trainer fsdp`;
     gloo on CPU, nccl on GPU); the loop and the sampling copy run on rank 0 (docs/scale.md)."""
@@ -96,7 +103,7 @@ class DesignConfig:
     """Skills active per regeneration, rotating (paper 3 of 6)."""
     difficulty_word: str = "medium"
     """The difficulty word in the Designer prompt."""
-    form: Literal["compact", "full"] = "compact"
+    form: Form = COMPACT
     """How games are asked for: `compact` (a short subclass of the runtime's `QuestionEnv` or
     `GameEnv`, what the embedded model is warm-started on) or `full` (the whole contract, the
     paper's). Tool-use skills always get the full contract. Both forms are accepted everywhere."""
@@ -182,7 +189,7 @@ class TrainConfig:
     """Self-play iterations to run."""
     seed: int = 0
     """Seeds every random choice: sampling, designs, episode seeds, the trainer."""
-    designer_reward: str = "blend"
+    designer_reward: DesignerRewardName = "blend"
     """`blend` (paper default), `regret`, `solve_rate` or `learning_potential`."""
     no_design: bool = False
     """Fixed-pool baseline: the Agent trains on the seed environments, nothing is designed."""
@@ -361,7 +368,7 @@ PAPER_GAMES = TrainConfig(
         max_tokens=8192,
         prompt_budget_chars=None,
         max_attempts=5,
-        form="full",
+        form=FULL,
         temperature=1.0,
     ),
     play=PlayConfig(

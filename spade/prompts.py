@@ -15,6 +15,13 @@ input distribution.
   not at all: half a program teaches broken code) and truncates the grounding document to what is
   left. With `budget_chars=None` (real models) it renders the paper's prompt: the document up to
   6,000 words, up to 2 exemplars and 1 negative example.
+- A run's Designer prompts differ only in skill, document, exemplars and negative example: the
+  rest (difficulty word, budget, form, hint in the reply or in a call of its own) is one
+  `PromptSettings`, built once from the config (`PromptSettings.of`).
+
+One module on purpose, over the usual ~450 lines (a third of it the contract quoted from
+docs/environments.md): it is all the wording the embedded model is warm-started on, hashed as one
+file into the warm start's cache key (`spade.warmstart.data.source_fingerprint`).
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from spade.backends.base import Message
-from spade.types import TOOL_SKILLS, Program
+from spade.types import COMPACT, FULL, GAME, TOOL, TOOL_SKILLS, EnvKind, Form, Program
+
+if TYPE_CHECKING:
+    from spade.config import DesignConfig
 
 MAX_HINT_CHARS = 600
 """Longest hint kept (SPADE.md section 3, hint gates)."""
@@ -49,9 +59,9 @@ def difficulty_word(level: int) -> str:
     return DIFFICULTY_WORDS.get(level, f"level {level}")
 
 
-def kind_of_skill(skill: str) -> str:
-    """The kind of environment a skill calls for: "tool" for the tool-use skills, else "game"."""
-    return "tool" if skill in TOOL_SKILLS else "game"
+def kind_of_skill(skill: str) -> EnvKind:
+    """The kind of environment a skill calls for: `TOOL` for the tool-use skills, else `GAME`."""
+    return TOOL if skill in TOOL_SKILLS else GAME
 
 
 # --- the contract, quoted from docs/environments.md ---------------------------------------------
@@ -177,7 +187,7 @@ COMPACT_EXAMPLE = '''class TimesTableEnv(QuestionEnv):
         return f"What is {a} times {b}?", a * b'''
 """The compact example of the Designer prompt, also quoted in docs/environments.md."""
 
-FORMS = ("full", "compact")
+FORMS: tuple[Form, ...] = (FULL, COMPACT)
 """How the Designer is asked to write a game: the whole contract, or a scaffold subclass."""
 
 ALL_CONTRACT_FRAGMENTS = tuple(
@@ -211,28 +221,28 @@ def _bullets(fragments: Sequence[str]) -> str:
     return "\n".join(f"- {f}" if f.endswith(".") else f"- {f}." for f in fragments)
 
 
-def designer_system(kind: str = "game", *, compact: bool = False, form: str = "full") -> str:
-    """The Designer's system message: its role and the contract for `kind` ("game" or "tool").
+def designer_system(kind: EnvKind = GAME, *, compact: bool = False, form: Form = FULL) -> str:
+    """The Designer's system message: its role and the contract for `kind` (`GAME` or `TOOL`).
 
-    `form="compact"` (games only; tool use has no compact base) asks for a scaffold subclass:
+    `form=COMPACT` (games only; tool use has no compact base) asks for a scaffold subclass:
     the compact role, `CONTRACT_COMPACT` and `COMPACT_EXAMPLE`. `compact=True` keeps only the
     essential rules of the full contract.
     """
-    if kind not in ("game", "tool"):
+    if kind not in (GAME, TOOL):
         raise ValueError(f"kind must be 'game' or 'tool', got {kind!r}")
     if form not in FORMS:
         raise ValueError(f"form must be one of {FORMS}, got {form!r}")
-    if form == "compact" and kind == "game":
+    if form == COMPACT and kind == GAME:
         bullets = _bullets([text for text, _ in CONTRACT_COMPACT])
         example = f"```python\n{COMPACT_EXAMPLE}\n```"
         return f"{DESIGNER_ROLE_COMPACT}\n\nThe environment:\n{bullets}\n\nExample:\n{example}"
-    rules = CONTRACT + (CONTRACT_GAME if kind == "game" else CONTRACT_TOOL)
+    rules = CONTRACT + (CONTRACT_GAME if kind == GAME else CONTRACT_TOOL)
     kept = [text for text, essential in rules if essential or not compact]
     role = DESIGNER_ROLE_COMPACT if compact else DESIGNER_ROLE
     return f"{role}\n\nThe environment contract:\n{_bullets(kept)}"
 
 
-DESIGNER_SYSTEM = designer_system("game")
+DESIGNER_SYSTEM = designer_system(GAME)
 """The full system message for game skills (the tool variant: `designer_system("tool")`)."""
 
 GROUNDING_LINE = "Ground the interaction in a concept of this document without referencing it."
@@ -296,6 +306,44 @@ def _negative_section(negative: tuple[Program, str]) -> str:
 
 
 @dataclass(frozen=True)
+class PromptSettings:
+    """How a run renders its Designer prompts, whatever the skill: built once from the config
+    (`PromptSettings.of`) and passed down through admission and the Designer to
+    `designer_prompt`."""
+
+    difficulty_word: str = "medium"
+    """The difficulty word of the task line ("Write a new medium environment ...")."""
+    budget_chars: int | None = None
+    """Cap on the characters of all message contents; None: the paper's full prompt."""
+    form: Form = FULL
+    """How games are asked for (`FORMS`); tool-use skills always get the full contract."""
+    separate_hint: bool = False
+    """Ask for the hint in a call of its own (the paper's mode): the reply format asks for the
+    code only."""
+    max_exemplars: int = MAX_EXEMPLARS
+    """Exemplars shown at most (fewer when they do not fit the budget)."""
+
+    @property
+    def with_hint(self) -> bool:
+        """Whether the reply format asks for the `HINT:` line after the code."""
+        return not self.separate_hint
+
+    @classmethod
+    def of(cls, design: DesignConfig) -> PromptSettings:
+        """The settings of a run's `DesignConfig`."""
+        return cls(
+            difficulty_word=design.difficulty_word,
+            budget_chars=design.prompt_budget_chars,
+            form=design.form,
+            separate_hint=design.separate_hint,
+        )
+
+
+PAPER_PROMPT = PromptSettings()
+"""The paper's prompt: no budget, the full contract, the hint on the reply's last line."""
+
+
+@dataclass(frozen=True)
 class DesignerPrompt:
     """A rendered Designer prompt and what went into it (for provenance)."""
 
@@ -315,31 +363,29 @@ class DesignerPrompt:
 
 def designer_prompt(
     skill: str,
-    difficulty_word: str = "medium",
+    settings: PromptSettings = PAPER_PROMPT,
     document: Mapping[str, Any] | None = None,
     exemplars: Sequence[Program] = (),
     negative: tuple[Program, str] | None = None,
-    budget_chars: int | None = None,
     *,
-    kind: str | None = None,
-    with_hint: bool = True,
-    max_exemplars: int = MAX_EXEMPLARS,
-    form: str = "full",
+    kind: EnvKind | None = None,
 ) -> DesignerPrompt:
     """Render the Designer prompt (system + user) for one environment; see docs/designer.md.
 
-    `kind` defaults to the skill's kind. Under `budget_chars` parts are kept in this priority:
-    the fixed part (full contract, or the compact one if the full one does not fit), the negative
-    example, the exemplars in order (each whole, and only if `DOCUMENT_RESERVE_CHARS` or the whole
-    document still fits after it), then the document cut to what is left. The fixed part is never
-    cut, so a budget below it gives a prompt longer than the budget. `form` is the game form
-    (see `designer_system`); the compact form has one fixed part, never shortened.
+    `kind` defaults to the skill's kind. Under `settings.budget_chars` parts are kept in this
+    priority: the fixed part (full contract, or the compact one if the full one does not fit),
+    the negative example, the exemplars in order (each whole, and only if
+    `DOCUMENT_RESERVE_CHARS` or the whole document still fits after it), then the document cut
+    to what is left. The fixed part is never cut, so a budget below it gives a prompt longer than
+    the budget. `settings.form` is the game form (see `designer_system`); the compact form has
+    one fixed part, never shortened.
     """
     kind = kind or kind_of_skill(skill)
-    task = f"Write a new {difficulty_word} environment that trains the skill: {skill}."
-    reply_format = REPLY_FORMAT if with_hint else REPLY_FORMAT_CODE_ONLY
-    system = designer_system(kind, form=form)
-    compact = form == "compact" and kind == "game"
+    budget_chars = settings.budget_chars
+    task = f"Write a new {settings.difficulty_word} environment that trains the skill: {skill}."
+    reply_format = REPLY_FORMAT if settings.with_hint else REPLY_FORMAT_CODE_ONLY
+    system = designer_system(kind, form=settings.form)
+    compact = settings.form == COMPACT and kind == GAME
 
     def fixed_chars(system_text: str) -> int:
         return len(system_text) + len(task) + 2 + len(reply_format)
@@ -361,8 +407,8 @@ def designer_prompt(
     reserve = 0 if full_document is None else min(len(full_document) + 2, DOCUMENT_RESERVE_CHARS)
     shown: list[Program] = []
     exemplar_texts: list[str] = []
-    for program in exemplars[:max_exemplars]:
-        text = _exemplar_section(program, len(shown) + 1, with_hint)
+    for program in exemplars[: settings.max_exemplars]:
+        text = _exemplar_section(program, len(shown) + 1, settings.with_hint)
         if fits(text, reserve):
             shown.append(program)
             exemplar_texts.append(text)
@@ -395,23 +441,16 @@ def designer_messages(
     negative: tuple[Program, str] | None = None,
     budget_chars: int | None = None,
     *,
-    kind: str | None = None,
+    kind: EnvKind | None = None,
     with_hint: bool = True,
-    form: str = "full",
+    form: str = FULL,
 ) -> list[Message]:
-    """The messages of `designer_prompt` (same arguments)."""
-    rendered = designer_prompt(
-        skill,
-        difficulty_word,
-        document,
-        exemplars,
-        negative,
-        budget_chars,
-        kind=kind,
-        with_hint=with_hint,
-        form=form,
+    """The messages of `designer_prompt`, its settings given one by one (the warm start's
+    renderings and one-off prompts; `designer_system` refuses a `form` not in `FORMS`)."""
+    settings = PromptSettings(
+        difficulty_word, budget_chars, cast(Form, form), separate_hint=not with_hint
     )
-    return list(rendered.messages)
+    return list(designer_prompt(skill, settings, document, exemplars, negative, kind=kind).messages)
 
 
 # --- the separate hint call (paper mode) --------------------------------------------------------
@@ -445,9 +484,9 @@ TOOL_AGENT_SYSTEM = (
 
 def agent_system(kind: str, tools: Sequence[Mapping[str, Any]] = ()) -> str:
     """The Agent's system message; for tools it lists the OpenAI function schemas, one a line."""
-    if kind == "game":
+    if kind == GAME:
         return GAME_AGENT_SYSTEM
-    if kind == "tool":
+    if kind == TOOL:
         schemas = "\n".join(json.dumps(dict(t), ensure_ascii=False) for t in tools)
         return f"{TOOL_AGENT_SYSTEM}\n\nTools:\n{schemas}" if schemas else TOOL_AGENT_SYSTEM
     raise ValueError(f"kind must be 'game' or 'tool', got {kind!r}")

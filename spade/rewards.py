@@ -34,7 +34,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from spade.sandbox.runtime import boxed_contents
 
@@ -297,6 +297,10 @@ class LearningPotential:
         self.slow_alpha = fresh.slow_alpha
         self._slow = {str(k): float(v) for k, v in state["slow"].items()}
 
+
+DesignerRewardName = Literal["blend", "regret", "solve_rate", "learning_potential"]
+"""The names of `DESIGNER_REWARDS`, the values of `TrainConfig.designer_reward` (the CLI's
+choices)."""
 
 DESIGNER_REWARDS: dict[str, DesignerReward | Callable[[], DesignerReward]] = {
     "blend": blend_reward,

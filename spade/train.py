@@ -20,14 +20,15 @@ from typing import Any
 
 from spade import config as config_io
 from spade.backends.base import Models
-from spade.config import TrainConfig, UsageError
+from spade.config import FSDP, TrainConfig, UsageError
 from spade.envs import bundled
 from spade.envs.pool import Pool
 from spade.evals import before_after
 from spade.files import atomic_write_text
+from spade.prompts import PromptSettings
 from spade.rewards import make_designer_reward
 from spade.sandbox import make_sandbox
-from spade.selfplay.loop import run_iteration, time_totals
+from spade.selfplay.loop import LoopContext, run_iteration, time_totals
 from spade.selfplay.models import build_models, fsdp_model_path, warm_started_model
 from spade.selfplay.rundir import LoopState, checkpoint, read_metrics, restore
 from spade.selfplay.tracking import check_available, open_trackers
@@ -119,6 +120,62 @@ def train(
 
     `models` replaces the backends built from `cfg.model` (tests use a scripted policy)."""
     run_dir = cfg.run_dir
+    cfg = _prepare(cfg, resume)
+    built = models is None
+    if models is None:
+        models = _build(cfg, progress_bars)
+    reward_fn = make_designer_reward(cfg.designer_reward)
+    documents = bundled.grounding_documents() if cfg.design.grounding else []
+    event_loop = asyncio.new_event_loop()
+    run_async = event_loop.run_until_complete
+    summary: dict[str, Any] = {"run_dir": str(run_dir), "model": describe_models(models)}
+    with Pool(run_dir / "pool.sqlite") as pool:
+        seed_pool(pool, cfg)
+        state = restore(run_dir, models, pool) if resume else LoopState()
+        if state.reward_state is not None and hasattr(reward_fn, "load_state_dict"):
+            reward_fn.load_state_dict(state.reward_state)
+        sandbox = make_sandbox(cfg.sandbox_backend, cfg.sandbox)
+        run_async(sandbox.start())
+        ctx = LoopContext(
+            cfg,
+            models,
+            sandbox,
+            pool,
+            reward_fn,
+            documents,
+            run_async,
+            PromptSettings.of(cfg.design),
+        )
+        trackers = None
+        try:
+            trackers = open_trackers(
+                run_dir,
+                cfg.log,
+                config_io.to_json(cfg),
+                lambda: read_metrics(run_dir / "metrics.jsonl")[0],
+            )
+            evals = _read_json(run_dir / "eval.json")
+            # the before-cache holds a model folder's outcomes: not after a restored checkpoint
+            _evaluate(evals, "before", ctx, show, use_cache=state.iteration == 0)
+            _iterate(ctx, run_dir, state, trackers, progress_bars)
+            _evaluate(evals, "after", ctx, show)
+            for line in before_after.paired_lines(evals):
+                show(line)
+        finally:
+            if trackers is not None:
+                trackers.finish()
+            run_async(sandbox.aclose())
+            event_loop.close()
+            if built:  # an FSDP trainer releases the ranks that follow it
+                _close_trainers(models)
+        summary["eval"] = evals
+    return _summarise(run_dir, summary)
+
+
+def _prepare(cfg: TrainConfig, resume: bool) -> TrainConfig:
+    """The run's config (the saved one with `resume`), checked before any model loads, and the
+    run directory holding it; raises FileExistsError for a new run in a used directory."""
+    run_dir = cfg.run_dir
     if resume:
         cfg = config_io.load(run_dir / "config.json")
     elif (run_dir / "state.json").exists():
@@ -134,88 +191,74 @@ def train(
     run_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
         config_io.save(cfg, run_dir / "config.json")
-    built = models is None
-    if models is None:
-        if cfg.model.trainer == "fsdp":
-            path = fsdp_model_path(cfg, progress_bars)
-        else:
-            path = warm_started_model(cfg.model, cfg.design.form, progress_bars)
-        try:
-            models = build_models(cfg, path)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from exc
-    reward_fn = make_designer_reward(cfg.designer_reward)
-    documents = bundled.grounding_documents() if cfg.design.grounding else []
-    event_loop = asyncio.new_event_loop()
-    run_async = event_loop.run_until_complete
-    summary: dict[str, Any] = {"run_dir": str(run_dir), "model": describe_models(models)}
-    with Pool(run_dir / "pool.sqlite") as pool:
-        seed_pool(pool, cfg)
-        state = restore(run_dir, models, pool) if resume else LoopState()
-        if state.reward_state is not None and hasattr(reward_fn, "load_state_dict"):
-            reward_fn.load_state_dict(state.reward_state)
-        sandbox = make_sandbox(cfg.sandbox_backend, cfg.sandbox)
-        run_async(sandbox.start())
-        trackers = None
-        try:
-            trackers = open_trackers(
-                run_dir,
-                cfg.log,
-                config_io.to_json(cfg),
-                lambda: read_metrics(run_dir / "metrics.jsonl")[0],
-            )
-            evals = _read_json(run_dir / "eval.json")
-            # the before-cache holds a model folder's outcomes: not after a restored checkpoint
-            use_cache = state.iteration == 0
-            before_after.heldout_phase(
-                evals, "before", models, sandbox, cfg, run_async, show, use_cache=use_cache
-            )
-            before_after.suites_phase(evals, "before", models, cfg, run_async, show)
-            with _Progress(cfg.iterations, state.iteration, progress_bars) as bar:
-                for it in range(state.iteration + 1, cfg.iterations + 1):
-                    metrics = run_iteration(
-                        it,
-                        cfg,
-                        models,
-                        sandbox,
-                        pool,
-                        state,
-                        reward_fn,
-                        documents,
-                        run_async,
-                        bar.phase,
-                    )
-                    if before_after.curve_due(cfg, it):  # the learning curve, before the checkpoint
-                        bar.phase("eval")
-                        started = time.perf_counter()
-                        metrics["near_subset_win_rate"] = run_async(
-                            before_after.near_subset_rate(models, sandbox, cfg)
-                        )
-                        metrics["time/eval_s"] = time.perf_counter() - started
-                    metrics["peak_rss_mib"] = peak_rss_mib()
-                    if hasattr(reward_fn, "state_dict"):
-                        state.reward_state = reward_fn.state_dict()
-                    checkpoint(run_dir, it, models, state, metrics)
-                    if trackers is not None:
-                        trackers.send([metrics])
-                    bar.done(metrics)
-            before_after.heldout_phase(evals, "after", models, sandbox, cfg, run_async, show)
-            before_after.suites_phase(evals, "after", models, cfg, run_async, show)
-            for line in before_after.paired_lines(evals):
-                show(line)
-        finally:
+    return cfg
+
+
+def _build(cfg: TrainConfig, progress_bars: bool) -> Models:
+    """The models of `cfg.model`; a model that cannot be built as configured is a UsageError."""
+    if cfg.model.trainer == FSDP:
+        path = fsdp_model_path(cfg, progress_bars)
+    else:
+        path = warm_started_model(cfg.model, cfg.design.form, progress_bars)
+    try:
+        return build_models(cfg, path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _evaluate(
+    evals: dict[str, Any],
+    when: str,
+    ctx: LoopContext,
+    show: Callable[[str], None],
+    use_cache: bool = True,
+) -> None:
+    """The held-out evaluation and the suites, `when` "before" or "after" the iterations, into
+    `evals` (and eval.json); `use_cache` as in `before_after.heldout_phase`."""
+    cfg, models, run_async = ctx.cfg, ctx.models, ctx.run_async
+    before_after.heldout_phase(
+        evals, when, models, ctx.sandbox, cfg, run_async, show, use_cache=use_cache
+    )
+    before_after.suites_phase(evals, when, models, cfg, run_async, show)
+
+
+def _iterate(
+    ctx: LoopContext, run_dir: Path, state: LoopState, trackers: Any, progress_bars: bool
+) -> None:
+    """The iterations after `state.iteration`, each checkpointed into `run_dir` (where the run
+    was found, whatever its saved config says) and sent to the trackers; the learning curve's
+    evaluation runs before the checkpoint of an iteration where it is due."""
+    cfg = ctx.cfg
+    with _Progress(cfg.iterations, state.iteration, progress_bars) as bar:
+        for it in range(state.iteration + 1, cfg.iterations + 1):
+            metrics = run_iteration(it, ctx, state, bar.phase)
+            if before_after.curve_due(cfg, it):  # the learning curve, before the checkpoint
+                bar.phase("eval")
+                started = time.perf_counter()
+                metrics["near_subset_win_rate"] = ctx.run_async(
+                    before_after.near_subset_rate(ctx.models, ctx.sandbox, cfg)
+                )
+                metrics["time/eval_s"] = time.perf_counter() - started
+            metrics["peak_rss_mib"] = peak_rss_mib()
+            if hasattr(ctx.reward_fn, "state_dict"):
+                state.reward_state = ctx.reward_fn.state_dict()
+            checkpoint(run_dir, it, ctx.models, state, metrics)
             if trackers is not None:
-                trackers.finish()
-            run_async(sandbox.aclose())
-            event_loop.close()
-            if built:  # an FSDP trainer releases the ranks that follow it
-                for trainer in {
-                    id(t): t for t in (models.agent_trainer, models.designer_trainer)
-                }.values():
-                    close = getattr(trainer, "close", None)
-                    if callable(close):
-                        close()
-        summary["eval"] = evals
+                trackers.send([metrics])
+            bar.done(metrics)
+
+
+def _close_trainers(models: Models) -> None:
+    """Close each trainer once (the two roles may share one) that has a `close`."""
+    for trainer in {id(t): t for t in (models.agent_trainer, models.designer_trainer)}.values():
+        close = getattr(trainer, "close", None)
+        if callable(close):
+            close()
+
+
+def _summarise(run_dir: Path, summary: dict[str, Any]) -> dict[str, Any]:
+    """The summary completed from the run directory (every iteration's metrics, the time per
+    phase, the paired results, the learning curve) and written to summary.json."""
     summary["peak_rss_mib"] = peak_rss_mib()
     summary["iterations"] = read_metrics(run_dir / "metrics.jsonl")[0]
     summary["time"] = time_totals(summary["iterations"])  # seconds per phase, whole run

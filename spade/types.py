@@ -1,4 +1,5 @@
-"""Frozen records that cross stage boundaries: programs, verdicts, turns and episodes.
+"""Frozen records that cross stage boundaries: programs, verdicts, turns and episodes; and the
+names of values that travel as strings (environment kinds, program forms, win-rate bands).
 
 Everything here is plain data (str, numbers, tuples, dicts of JSON values): results that come
 out of the sandbox are copied into these records after the supervisor has checked them.
@@ -13,7 +14,26 @@ import re
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+EnvKind = Literal["game", "tool"]
+"""What an environment is: a text game (the action is the first `\\boxed{}`) or a tool-use task
+(tool calls and an `<answer>`)."""
+GAME: EnvKind = "game"
+TOOL: EnvKind = "tool"
+
+Form = Literal["full", "compact"]
+"""How a game program is written: a whole environment file (the contract, the paper's) or one
+short subclass of a scaffold of `spade/sandbox/scaffolds.py` (what the embedded model learns)."""
+FULL: Form = "full"
+COMPACT: Form = "compact"
+
+Band = Literal["frontier", "mastered", "out_of_reach"]
+"""Where an environment's plain win rate w lies: frontier 0.2 <= w <= 0.8, mastered above, out of
+reach below (`spade.envs.pool.Pool.record_bands`)."""
+FRONTIER_BAND: Band = "frontier"
+BANDS: tuple[Band, ...] = (FRONTIER_BAND, "mastered", "out_of_reach")
+"""The bands in the order reports list them."""
 
 # The reference writes slugs as `skill.lower().replace(" ", "_")`: hyphens stay
 # (`game_00000_002_multi-step_workflows.py`).

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 
 from spade import prompts
+from spade.config import DesignConfig
 from spade.prompts import (
     ALL_CONTRACT_FRAGMENTS,
     REPLY_FORMAT,
     REPLY_FORMAT_CODE_ONLY,
+    PromptSettings,
     agent_messages,
     designer_messages,
     designer_prompt,
@@ -94,7 +96,9 @@ def test_rendering_is_deterministic() -> None:
 
 
 def test_no_budget_gives_the_paper_prompt() -> None:
-    rendered = designer_prompt("Optimization", "medium", LONG_DOC, EXEMPLARS, NEGATIVE, None)
+    rendered = designer_prompt(
+        "Optimization", PromptSettings("medium", None), LONG_DOC, EXEMPLARS, NEGATIVE
+    )
     user = rendered.messages[1]["content"]
     assert [p.env_id for p in rendered.exemplars] == [p.env_id for p in EXEMPLARS[:2]]
     assert "Example 1 of a good environment (Optimization):\n```python\n" in user
@@ -111,7 +115,9 @@ def test_no_budget_gives_the_paper_prompt() -> None:
 
 def test_tiny_budget_truncates_the_document_and_drops_exemplars() -> None:
     budget = prompts.TINY_BUDGET_CHARS
-    rendered = designer_prompt("Optimization", "easy", LONG_DOC, EXEMPLARS, NEGATIVE, budget)
+    rendered = designer_prompt(
+        "Optimization", PromptSettings("easy", budget), LONG_DOC, EXEMPLARS, NEGATIVE
+    )
     assert rendered.chars <= budget
     assert rendered.compact and rendered.exemplars == ()
     user = rendered.messages[1]["content"]
@@ -121,9 +127,13 @@ def test_tiny_budget_truncates_the_document_and_drops_exemplars() -> None:
 
 def test_budget_keeps_exemplars_that_fit_with_room_for_the_document() -> None:
     # budget: the prompt with one exemplar and no document, plus the document reserve (+50)
-    one = designer_prompt("Optimization", "medium", None, EXEMPLARS[:1], NEGATIVE, None).chars
+    one = designer_prompt(
+        "Optimization", PromptSettings("medium", None), None, EXEMPLARS[:1], NEGATIVE
+    ).chars
     budget = one + 2 + prompts.DOCUMENT_RESERVE_CHARS + 50
-    rendered = designer_prompt("Optimization", "medium", LONG_DOC, EXEMPLARS, NEGATIVE, budget)
+    rendered = designer_prompt(
+        "Optimization", PromptSettings("medium", budget), LONG_DOC, EXEMPLARS, NEGATIVE
+    )
     assert rendered.chars <= budget and not rendered.compact
     assert [p.env_id for p in rendered.exemplars] == [EXEMPLARS[0].env_id]
     assert rendered.document_title == "Tides"
@@ -131,7 +141,9 @@ def test_budget_keeps_exemplars_that_fit_with_room_for_the_document() -> None:
 
 
 def test_budget_below_the_fixed_part_still_renders_the_compact_prompt() -> None:
-    rendered = designer_prompt("Optimization", "easy", LONG_DOC, EXEMPLARS, NEGATIVE, 10)
+    rendered = designer_prompt(
+        "Optimization", PromptSettings("easy", 10), LONG_DOC, EXEMPLARS, NEGATIVE
+    )
     assert rendered.compact and rendered.exemplars == () and rendered.document_title is None
     assert "too easy" not in rendered.messages[1]["content"]
 
@@ -140,8 +152,8 @@ def test_short_document_is_shown_whole_and_tiny_remainders_are_dropped() -> None
     short = {"title": "Knots", "text": "A knot is a closed curve.", "source": "x"}
     user = designer_messages("Optimization", "easy", short, (), None, 1500)[1]["content"]
     assert "Document: Knots\nA knot is a closed curve.\n\n" in user
-    fixed = designer_prompt("Optimization", "easy", None, (), None, 1500).chars
-    squeezed = designer_prompt("Optimization", "easy", LONG_DOC, (), None, fixed + 150)
+    fixed = designer_prompt("Optimization", PromptSettings("easy", 1500)).chars
+    squeezed = designer_prompt("Optimization", PromptSettings("easy", fixed + 150), LONG_DOC)
     assert squeezed.document_title is None  # under MIN_DOCUMENT_CHARS: left out, not a stub
 
 
@@ -199,19 +211,21 @@ def test_compact_form_asks_for_a_scaffold_subclass_within_the_budget() -> None:
     from spade.envs import bundled
 
     doc = bundled.grounding_documents()[0]
-    r = prompts.designer_prompt("Logical Deduction", "easy", doc, budget_chars=1500, form="compact")
+    r = prompts.designer_prompt(
+        "Logical Deduction", PromptSettings("easy", 1500, form="compact"), doc
+    )
     system, user = (str(m["content"]) for m in r.messages)
     assert r.compact and r.chars <= 1500
     assert "QuestionEnv" in system and "GameEnv" in system and prompts.COMPACT_EXAMPLE in system
     assert "reset(seed=None)" not in system  # not the full contract
     assert user.startswith("Write a new easy environment that trains the skill: Logical")
     assert r.document_title == doc["title"] and prompts.REPLY_FORMAT in user
-    full = prompts.designer_prompt("Logical Deduction", "easy", doc, budget_chars=1500)
+    full = prompts.designer_prompt("Logical Deduction", PromptSettings("easy", 1500), doc)
     assert "QuestionEnv" not in str(full.messages[0]["content"])
 
 
 def test_compact_form_is_for_games_only_and_checked() -> None:
-    tool = prompts.designer_prompt("Data Retrieval", form="compact")
+    tool = prompts.designer_prompt("Data Retrieval", PromptSettings(form="compact"))
     assert "ToolUseBaseEnv" in str(tool.messages[0]["content"]) and not tool.compact
     with pytest.raises(ValueError, match="form must be one of"):
         prompts.designer_system("game", form="tiny")
@@ -220,6 +234,23 @@ def test_compact_form_is_for_games_only_and_checked() -> None:
 def test_the_compact_example_is_quoted_in_the_contract_page_and_is_admitted() -> None:
     page = (Path(__file__).resolve().parents[1] / "docs" / "environments.md").read_text()
     assert prompts.COMPACT_EXAMPLE in page
-    from tests.test_scaffolds import TIMES
+    from tests.sandbox.test_scaffolds import TIMES
 
     assert TIMES.rstrip("\n") == prompts.COMPACT_EXAMPLE  # the validator test admits TIMES
+
+
+def test_the_settings_record_renders_as_its_fields_one_by_one() -> None:
+    settings = PromptSettings("hard", 1500, form="compact", separate_hint=True)
+    loose = designer_messages(
+        "Logical Deduction",
+        "hard",
+        LONG_DOC,
+        EXEMPLARS,
+        NEGATIVE,
+        1500,
+        with_hint=False,
+        form="compact",
+    )
+    rendered = designer_prompt("Logical Deduction", settings, LONG_DOC, EXEMPLARS, NEGATIVE)
+    assert list(rendered.messages) == loose
+    assert PromptSettings.of(DesignConfig()) == PromptSettings(budget_chars=1500, form="compact")

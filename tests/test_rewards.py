@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import typing
 
 import pytest
 
 from spade.rewards import (
     DESIGNER_REWARDS,
     INVALID_DESIGN_REWARD,
+    DesignerRewardName,
     DesignStats,
     LearningPotential,
     blend_reward,
@@ -359,3 +361,7 @@ def test_paired_win_difference_is_hinted_minus_plain_wins_with_an_interval():
     assert same == {"mean": 0.0, "low": 0.0, "high": 0.0, "pairs": 5}
     wide = paired_win_difference([(1.0, 0.0), (0.0, 1.0)])
     assert wide is not None and (wide["low"], wide["high"]) == (-1.0, 1.0)  # clipped
+
+
+def test_the_reward_names_are_the_registry() -> None:
+    assert set(typing.get_args(DesignerRewardName)) == set(DESIGNER_REWARDS)

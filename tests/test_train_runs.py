@@ -8,7 +8,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-import test_loop_values as values  # tests/ is on sys.path
 
 from spade.backends.base import Models, Prompt
 from spade.config import DesignConfig, PlayConfig
@@ -18,6 +17,7 @@ from spade.evals import before_after
 from spade.prompts import designer_reply
 from spade.train import train
 from spade.types import Program, env_id_of
+from tests.selfplay import test_loop_values as values
 from tests.support import loopkit
 from tests.support.scripted import ScriptedPolicy, decode
 

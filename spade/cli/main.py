@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
+from spade.cli.paths import environment_files
 from spade.cli.pool_commands import pool, report
 from spade.types import Program
 
@@ -26,29 +27,6 @@ EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
 def _usage_error(message: str) -> int:
     print(f"spade: error: {message}", file=sys.stderr)
     return EXIT_USAGE
-
-
-def _collect(paths: list[Path]) -> list[Path] | str:
-    """Environment files: files as given; a directory's *.py, or, for a directory exported by
-    `spade pool export --format openenv|verifiers|gem`, only the environments its manifests
-    list (the adapters beside them are not environments)."""
-    from spade.envs.bundle import BundleError, bundles_under
-
-    files: list[Path] = []
-    for path in paths:
-        try:
-            bundles = bundles_under(path) if path.is_dir() else []
-        except BundleError as err:
-            return str(err)
-        if bundles:
-            files.extend(b.root / e.file for b in bundles for e in b.envs)
-        elif path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*.py") if p.is_file()))
-        elif path.is_file():
-            files.append(path)
-        else:
-            return f"no such file or directory: {path}"
-    return files or "no environment files (*.py) found"
 
 
 def validate(
@@ -81,10 +59,10 @@ def validate(
     from spade.exports.gem_import import sandbox_config_for
     from spade.sandbox import make_sandbox
 
-    files = _collect(paths)
+    files = environment_files(paths)
     if isinstance(files, str):
         return _usage_error(files)
-    pool_files = _collect(pool) if pool else []
+    pool_files = environment_files(pool) if pool else []
     if isinstance(pool_files, str):
         return _usage_error(f"--pool: {pool_files}")
     programs = [Program.from_file(f) for f in files]

@@ -16,8 +16,9 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
+from spade.types import Band
+
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE = 0, 1, 2
-Band = Literal["frontier", "mastered", "out_of_reach"]
 SortKey = Literal["win_rate", "regret", "iteration", "plays"]
 
 

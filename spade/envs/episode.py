@@ -13,8 +13,9 @@ from spade.sandbox import SessionAPI
 from spade.sandbox.runtime import game_action
 from spade.types import Episode, Turn
 
-Policy = Callable[[int, str], "str | None"]
-"""(turn index, last observation) -> the agent's reply, or None to stop early."""
+ReplyFn = Callable[[int, str], "str | None"]
+"""(turn index, last observation) -> the agent's reply, or None to stop early: a scripted
+player (a probe, a replay, a person), not a model (`spade.backends.base.Policy`)."""
 
 
 def to_action(session: SessionAPI, reply: str) -> str:
@@ -23,7 +24,7 @@ def to_action(session: SessionAPI, reply: str) -> str:
 
 
 async def run_episode(
-    session: SessionAPI, policy: Policy, *, seed: int | None, max_turns: int, env_id: str = ""
+    session: SessionAPI, policy: ReplyFn, *, seed: int | None, max_turns: int, env_id: str = ""
 ) -> Episode:
     """Reset with `seed`, then step with the policy's replies until the episode ends.
 
@@ -53,6 +54,6 @@ async def run_episode(
     return Episode(env_id, seed, first, tuple(turns), terminated, truncated)
 
 
-def replay(replies: list[str]) -> Policy:
+def replay(replies: list[str]) -> ReplyFn:
     """A policy that sends `replies` in order, then stops."""
     return lambda t, _obs: replies[t] if t < len(replies) else None

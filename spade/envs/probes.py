@@ -1,7 +1,7 @@
 """The validator's probe policies: replies that know nothing of the task.
 
 An environment a probe wins often teaches nothing, and a Designer rewarded for it learns to write
-more. Three kinds, each `seed -> Policy`:
+more. Three kinds, each `seed -> ReplyFn`:
 
 - **blind** (`blind_probes`): the empty reply, constant replies (`\\boxed{}`, `\\boxed{1}`, ...),
   replies drawn at random from a small vocabulary, and a spray that tries a different reply every
@@ -21,7 +21,7 @@ import random
 import re
 from collections.abc import Callable
 
-from spade.envs.episode import Policy
+from spade.envs.episode import ReplyFn
 
 RANDOM_VOCAB = (
     [str(i) for i in range(-1, 21)]
@@ -57,18 +57,18 @@ def _wrap(kind: str) -> Callable[[str], str]:
     return (lambda x: f"<answer>{x}</answer>") if kind == "tool" else (lambda x: f"\\boxed{{{x}}}")
 
 
-def blind_probes(kind: str) -> dict[str, Callable[[int], Policy]]:
+def blind_probes(kind: str) -> dict[str, Callable[[int], ReplyFn]]:
     """Probe name -> (seed -> policy). Random probes draw from `random.Random(seed)` only."""
     wrap = _wrap(kind)
-    probes: dict[str, Callable[[int], Policy]] = {"empty": lambda _seed: lambda t, o: ""}
+    probes: dict[str, Callable[[int], ReplyFn]] = {"empty": lambda _seed: lambda t, o: ""}
     for const in TOOL_CONSTANTS if kind == "tool" else GAME_CONSTANTS:
         probes[f"constant {const}"] = (lambda c: lambda _seed: lambda t, o: c)(const)
 
-    def random_policy(seed: int) -> Policy:
+    def random_policy(seed: int) -> ReplyFn:
         rng = random.Random(10_007 * seed + 1)
         return lambda t, o: wrap(rng.choice(RANDOM_VOCAB))
 
-    def spray(seed: int) -> Policy:
+    def spray(seed: int) -> ReplyFn:
         start = 7 * seed
         return lambda t, o: wrap(RANDOM_VOCAB[(start + t) % len(RANDOM_VOCAB)])
 
@@ -85,18 +85,18 @@ def tokens(observation: str, kind: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def copy_probes(kind: str) -> dict[str, Callable[[int], Policy]]:
+def copy_probes(kind: str) -> dict[str, Callable[[int], ReplyFn]]:
     """Probe name -> (seed -> policy) for every copy rule: `copy number 1` replies with the first
     distinct number of each observation, `copy word -1` with the last distinct word, and so on.
     A rule with no token at its position replies with nothing (`\\boxed{}`)."""
     wrap = _wrap(kind)
-    probes: dict[str, Callable[[int], Policy]] = {}
+    probes: dict[str, Callable[[int], ReplyFn]] = {}
     positions = [*range(COPY_POSITIONS), *range(-COPY_POSITIONS, 0)]
     for token_kind in ("number", "word"):
         for i in positions:
             label = i + 1 if i >= 0 else i
 
-            def rule(_seed: int, token_kind: str = token_kind, i: int = i) -> Policy:
+            def rule(_seed: int, token_kind: str = token_kind, i: int = i) -> ReplyFn:
                 def policy(_t: int, observation: str) -> str:
                     found = tokens(observation, token_kind)
                     return wrap(found[i] if -len(found) <= i < len(found) else "")

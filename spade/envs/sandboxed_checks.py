@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from spade.envs.checks import ValidatorConfig
-from spade.envs.episode import Policy, replay, run_episode
+from spade.envs.episode import ReplyFn, replay, run_episode
 from spade.envs.probes import blind_probes, copy_probes, tokens
 from spade.sandbox import ErrorKind, SandboxAPI, SandboxError
 from spade.types import CheckFailure, Episode, Program
@@ -68,7 +68,7 @@ def replayable(solution: Any, kind: str) -> list[str] | None:
     return None  # prose (reference tool-use files) or nothing: not replayable
 
 
-def _constant_policy(policy: Policy) -> Callable[[int], Policy]:
+def _constant_policy(policy: ReplyFn) -> Callable[[int], ReplyFn]:
     return lambda _seed: policy
 
 
@@ -93,7 +93,7 @@ class ValidationRun:
 
     async def episodes_with(
         self,
-        policy_for_seed: Callable[[int], Policy],
+        policy_for_seed: Callable[[int], ReplyFn],
         seeds: Iterable[int],
         kwargs: dict[str, Any] | None = None,
         context: str = "",

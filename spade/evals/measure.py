@@ -28,9 +28,10 @@ from spade.envs.checks import ValidatorConfig
 from spade.envs.duplicates import shingles
 from spade.envs.validate import validate_many
 from spade.evals.winrate import result_of
+from spade.prompts import PromptSettings
 from spade.sandbox import Sandbox
 from spade.selfplay.designer import DesignAttempt, design
-from spade.types import GAME_SKILLS, Program, Verdict
+from spade.types import GAME_SKILLS, Form, Program, Verdict
 from spade.warmstart.data import training_programs
 
 
@@ -61,7 +62,7 @@ def measure_model(
     *,
     seed: int = 0,
     designs_per_skill: int = 8,
-    form: str = TINY_CPU.design.form,
+    form: Form = TINY_CPU.design.form,
     temperature: float = TINY_CPU.design.temperature,
     max_tokens: int = TINY_CPU.design.max_tokens,
     prompt_budget_chars: int | None = TINY_CPU.design.prompt_budget_chars,
@@ -96,8 +97,7 @@ def measure_model(
         rng=random.Random(seed),
         documents=bundled.grounding_documents(),
         params=SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed),
-        budget_chars=prompt_budget_chars,
-        form=form,
+        settings=PromptSettings(budget_chars=prompt_budget_chars, form=form),
     )
     design_seconds = time.monotonic() - started
     programs = [a.program for a in attempts if a.program is not None]

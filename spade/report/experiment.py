@@ -31,6 +31,7 @@ from typing import Any
 from spade.evals.winrate import wilson
 from spade.files import atomic_write_text
 from spade.selfplay.rundir import read_metrics
+from spade.types import FRONTIER_BAND
 
 ARMS: dict[str, tuple[str, ...]] = {
     "selfplay": (),
@@ -75,7 +76,7 @@ def summarise_run(run_dir: Path) -> dict[str, Any] | None:
     for m in metrics:
         bands = m.get("bands") or {}
         total = bands.get("total") or 0
-        shares.append(bands.get("frontier", 0) / total if total else 0.0)
+        shares.append(bands.get(FRONTIER_BAND, 0) / total if total else 0.0)
     out["frontier_share"] = shares
     valid = [m["valid_design_rate"] for m in metrics if m.get("valid_design_rate") is not None]
     out["valid_design_rate"] = _mean(valid)

@@ -2,6 +2,10 @@
 
 Every figure is always drawn; one without data is a short strip that says why ("no designs: a
 fixed-pool (--no-design) run") instead of disappearing, so two reports have the same sections.
+
+One module over the usual ~450 lines on purpose: it is one short function per figure (`fig_*`,
+each under 50 lines) over the shared styling helpers at the top, and `draw` lays them out; a
+split would only move the helpers away from their every user.
 """
 
 from __future__ import annotations
@@ -15,9 +19,14 @@ import numpy as np
 
 from spade.evals.winrate import wilson
 from spade.report.rundata import RunData, diversity, learning_curve, paired_cells
+from spade.types import BANDS, Band
 
 PLAIN, HINTED = "#1f77b4", "#ff7f0e"
-BANDS = (("frontier", "#2ca02c"), ("mastered", "#1f77b4"), ("out_of_reach", "#d62728"))
+BAND_COLORS: dict[Band, str] = {
+    "frontier": "#2ca02c",
+    "mastered": "#1f77b4",
+    "out_of_reach": "#d62728",
+}
 
 
 def _series(rows: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
@@ -190,8 +199,8 @@ def fig_bands(run: RunData, ax: Any) -> None:
     else:
         labels = ("frontier (0.2-0.8)", "mastered (>0.8)", "out of reach (<0.2)")
         layers = [
-            (label, color, [r.get(name, 0) for r in rows])
-            for label, (name, color) in zip(labels, BANDS)
+            (label, BAND_COLORS[name], [r.get(name, 0) for r in rows])
+            for label, name in zip(labels, BANDS)
         ]
         _headroom(ax, _stacked_bars(ax, [r["iteration"] for r in rows], layers))
     _style(ax, run, "played environments by plain win rate (all plays so far)", "environments")
@@ -220,7 +229,7 @@ def fig_skills(run: RunData, axes: Any) -> None:
                 color,
                 [sum(e["band"] == band for e in pool if e["skill"] == s) for s in names],
             )
-            for band, color in (*BANDS, (None, "#bbb"))
+            for band, color in (*BAND_COLORS.items(), (None, "#bbb"))
         ]
         x = list(range(len(names)))
         _headroom(axes[1], _stacked_bars(axes[1], x, layers), 1.5)

@@ -31,9 +31,10 @@ from spade.envs.checks import ValidatorConfig
 from spade.envs.duplicates import shingles
 from spade.envs.pool import Pool
 from spade.envs.validate import validate_many
+from spade.prompts import PAPER_PROMPT, PromptSettings
 from spade.sandbox import SandboxAPI
 from spade.selfplay.designer import DesignAttempt, NegativeExample, design
-from spade.types import CheckFailure, Program, Verdict
+from spade.types import COMPACT, CheckFailure, Form, Program, Verdict
 from spade.warmstart.data import training_programs
 
 COUNT_REACHED = CheckFailure("count", "the requested number of environments was already admitted")
@@ -61,7 +62,7 @@ class TrainingPrograms:
 
 
 @functools.cache
-def warm_start_programs(form: str = "compact") -> TrainingPrograms:
+def warm_start_programs(form: Form = COMPACT) -> TrainingPrograms:
     """The Designer targets of the default warm start of `form`
     (`spade.warmstart.data.training_programs`), computed once per process: rendering is
     deterministic and cheap (~0.5 s for the compact form's 1,500 programs, ~4 s for the full
@@ -89,11 +90,8 @@ class DesignRequest:
     documents: Sequence[Mapping[str, Any]] = ()
     exemplars_for: Callable[[str], Sequence[Program]] | None = None
     negative_for: Callable[[str], NegativeExample | None] | None = None
-    difficulty_word: str = "medium"
-    budget_chars: int | None = None
-    separate_hint: bool = False
-    form: str = "full"
-    """How games are asked for: `spade.prompts.FORMS`."""
+    prompt_settings: PromptSettings = PAPER_PROMPT
+    """The run's Designer prompt settings (difficulty word, budget, form, separate hint call)."""
     training: TrainingPrograms | None = None
     """Programs the model was trained to write: a design at or above the validator's
     near-duplicate threshold to one of them (an exact copy always) is refused as
@@ -152,14 +150,11 @@ def design_and_admit(
             skills_per_env=slots,
             rng=request.rng,
             params=_round_params(request.params, round_index),
+            settings=request.prompt_settings,
             documents=request.documents,
             exemplars_for=request.exemplars_for or (lambda s: ()),
             negative_for=request.negative_for or (lambda s: None),
-            difficulty_word=request.difficulty_word,
-            budget_chars=request.budget_chars,
-            separate_hint=request.separate_hint,
             first_attempt=len(outcomes),
-            form=request.form,
         )
         similarities = [_training_similarity(a, request) for a in attempts]
         verdicts = _verdicts(attempts, similarities, sandbox, pool, run_async, request.validator)

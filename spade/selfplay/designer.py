@@ -13,12 +13,12 @@ failed attempt is a Designer training sample with the lowest reward (SPADE.md se
 Garbage replies never raise; they give an attempt with `program=None` and the reason, or a
 program the validator will reject with its own reason (syntax errors are the validator's job).
 
-Paper mode (`separate_hint=True`): the code prompt asks for the code only, and a second batched
-call shows the policy each extracted program and asks for its hint. The Designer's training
-sample is still the code call's prompt + reply (`DesignAttempt.completion`); the hint call's
-completion is kept on the attempt (`hint_completion`) but is not trained: the regret reward judges
-the environment and its hint together, and nothing in the loop yet assigns the hint call its own
-credit.
+Paper mode (`PromptSettings.separate_hint`): the code prompt asks for the code only, and a
+second batched call shows the policy each extracted program and asks for its hint. The Designer's
+training sample is still the code call's prompt + reply (`DesignAttempt.completion`); the hint
+call's completion is kept on the attempt (`hint_completion`) but is not trained: the regret reward
+judges the environment and its hint together, and nothing in the loop yet assigns the hint call
+its own credit.
 
 Randomness (which grounding document, the exemplar order) comes only from the `rng` passed in,
 in a fixed order: per requested environment, `rng.choice(documents)` then `rng.shuffle` of that
@@ -35,9 +35,10 @@ from typing import Any
 
 from spade.backends.base import Completion, Policy, Prompt, SamplingParams
 from spade.prompts import (
-    MAX_EXEMPLARS,
     MAX_HINT_CHARS,
+    PAPER_PROMPT,
     DesignerPrompt,
+    PromptSettings,
     designer_prompt,
     hint_messages,
 )
@@ -252,44 +253,31 @@ def design(
     skills_per_env: Sequence[str],
     rng: random.Random,
     params: SamplingParams,
+    settings: PromptSettings = PAPER_PROMPT,
     documents: Sequence[Mapping[str, Any]] = (),
     exemplars_for: Callable[[str], Sequence[Program]] = _no_exemplars,
     negative_for: Callable[[str], NegativeExample | None] = _no_negative,
-    difficulty_word: str = "medium",
-    budget_chars: int | None = None,
-    separate_hint: bool = False,
     first_attempt: int = 0,
-    form: str = "full",
 ) -> list[DesignAttempt]:
     """One design attempt per entry of `skills_per_env`, in order; see the module docstring.
 
-    `exemplars_for(skill)` may return more than `MAX_EXEMPLARS` programs (for example the top 10
-    by regret): they are shuffled with `rng` and the first two shown, i.e. 2 sampled from them.
-    Attempt i is numbered `first_attempt + i` (pass a running count when retrying within an
-    iteration so sources stay unique; `spade.selfplay.admission` does). The separate hint call
-    samples with `params` capped at `HINT_MAX_TOKENS` tokens. `form`: how games are asked for
-    (`spade.prompts.FORMS`: the full contract, or a compact scaffold subclass).
+    `settings`: the run's prompt settings (difficulty word, budget, form, separate hint call).
+    `exemplars_for(skill)` may return more than `settings.max_exemplars` programs (for example the
+    top 10 by regret): they are shuffled with `rng` and the first two shown, i.e. 2 sampled from
+    them. Attempt i is numbered `first_attempt + i` (pass a running count when retrying within
+    an iteration so sources stay unique; `spade.selfplay.admission` does). The separate hint call
+    samples with `params` capped at `HINT_MAX_TOKENS` tokens.
     """
     if not skills_per_env:
         return []
     rendered = [
-        _render(
-            skill,
-            rng,
-            documents,
-            exemplars_for,
-            negative_for,
-            difficulty_word,
-            budget_chars,
-            separate_hint,
-            form,
-        )
+        _render(skill, rng, settings, documents, exemplars_for, negative_for)
         for skill in skills_per_env
     ]
     prompts = [Prompt.of(r.messages) for r in rendered]
     completions = _sample(policy, prompts, params)
-    extractions = [extract_design(c.text, require_hint=not separate_hint) for c in completions]
-    hint_calls = _hint_calls(policy, extractions, params) if separate_hint else {}
+    extractions = [extract_design(c.text, require_hint=settings.with_hint) for c in completions]
+    hint_calls = _hint_calls(policy, extractions, params) if settings.separate_hint else {}
 
     attempts = []
     for i, (skill, r, prompt, completion, extraction) in enumerate(
@@ -329,27 +317,17 @@ def design(
 def _render(
     skill: str,
     rng: random.Random,
+    settings: PromptSettings,
     documents: Sequence[Mapping[str, Any]],
     exemplars_for: Callable[[str], Sequence[Program]],
     negative_for: Callable[[str], NegativeExample | None],
-    difficulty_word: str,
-    budget_chars: int | None,
-    separate_hint: bool,
-    form: str,
 ) -> DesignerPrompt:
     """One Designer prompt; draws from `rng` in a fixed order: the document, then the shuffle."""
     document = rng.choice(documents) if documents else None
     exemplars = list(exemplars_for(skill))
     rng.shuffle(exemplars)
     return designer_prompt(
-        skill,
-        difficulty_word,
-        document,
-        exemplars[:MAX_EXEMPLARS],
-        negative_for(skill),
-        budget_chars,
-        with_hint=not separate_hint,
-        form=form,
+        skill, settings, document, exemplars[: settings.max_exemplars], negative_for(skill)
     )
 
 

@@ -31,6 +31,7 @@ lowest reward; the loop state lives in the run directory, and `--resume` continu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -47,6 +48,7 @@ from spade.backends.base import (
 )
 from spade.config import TrainConfig
 from spade.envs.pool import EpisodeRow, Pool
+from spade.prompts import PromptSettings
 from spade.rewards import (
     INVALID_DESIGN_REWARD,
     group_advantages,
@@ -65,9 +67,7 @@ from spade.selfplay.designer import SkillRotation
 from spade.selfplay.rollout import PlayRequest, Rollout, play
 from spade.selfplay.rundir import LoopState
 from spade.selfplay.windows import DesignerReward, close_windows, pending_item
-from spade.types import Program
-
-BANDS = ("frontier", "mastered", "out_of_reach")
+from spade.types import BANDS, Program
 
 TIME_PHASES = (
     "designer_sample_s",
@@ -107,55 +107,80 @@ def _seed(cfg: TrainConfig, iteration: int, phase: str) -> int:
     return random.Random(f"{cfg.seed}/{iteration}/{phase}").randrange(2**31)
 
 
+@dataclasses.dataclass(frozen=True)
+class LoopContext:
+    """What every iteration of a run works with, built once by `spade.train.train`."""
+
+    cfg: TrainConfig
+    models: Models
+    sandbox: SandboxAPI
+    pool: Pool
+    reward_fn: DesignerReward
+    documents: Sequence[dict[str, Any]]
+    """The grounding corpus (empty without `design.grounding`)."""
+    run_async: Callable[[Any], Any]
+    """Runs a coroutine to completion on the run's event loop."""
+    prompt_settings: PromptSettings
+    """The Designer's prompt settings, `PromptSettings.of(cfg.design)`."""
+
+
 def run_iteration(
-    it: int,
-    cfg: TrainConfig,
-    models: Models,
-    sandbox: SandboxAPI,
-    pool: Pool,
-    state: LoopState,
-    reward_fn: DesignerReward,
-    documents: Sequence[dict[str, Any]],
-    run_async: Callable[[Any], Any],
-    progress: Callable[[str], None],
+    it: int, ctx: LoopContext, state: LoopState, progress: Callable[[str], None]
 ) -> dict[str, Any]:
     """One iteration; returns its metrics. Writes pool records; the caller checkpoints."""
+    cfg = ctx.cfg
     clock: dict[str, float] = {}
     started = time.perf_counter()
     metrics: dict[str, Any] = {"iteration": it}
-    d = cfg.design
     new_envs: list[Program] = []
-    if not cfg.no_design and (it - 1) % d.regen_interval == 0:
+    if not cfg.no_design and (it - 1) % cfg.design.regen_interval == 0:
         progress("design")
-        new_envs, design_metrics = _design_step(
-            it, cfg, models, sandbox, pool, state, documents, run_async, clock
-        )
+        new_envs, design_metrics = _design_step(it, ctx, state, clock)
         metrics.update(design_metrics)
 
     progress("play")
-    rollouts = _play_step(it, cfg, models, sandbox, pool, new_envs, run_async, clock)
+    rollouts = _play_step(it, ctx, new_envs, clock)
 
-    # score: Agent advantages per environment group (plain plays only), then Designer rewards
-    agent_samples = _agent_samples(
-        rollouts, cfg.play.negative_weight, by_seed=cfg.play.plays_per_seed > 1
-    )
-    state.pending, designer_samples, design_metrics = close_windows(
-        it,
-        d.regen_interval,
-        pool,
-        state.pending,
-        reward_fn,
-        len(agent_samples),
-        d.scale_floor,
-        d.scale_cap,
-    )
-    metrics.update(design_metrics)
+    agent_samples, designer_samples, window_metrics = _score(it, ctx, state, rollouts)
+    metrics.update(window_metrics)
 
     progress("update")
     t = time.perf_counter()
-    losses = _update(models, agent_samples, designer_samples)
+    losses = _update(ctx.models, agent_samples, designer_samples)
     clock["update_s"] = time.perf_counter() - t
 
+    metrics.update(_play_metrics(rollouts, agent_samples, designer_samples))
+    bands = ctx.pool.record_bands(it)
+    metrics.update(bands=bands, band_shares=_band_shares(bands), loss=losses)
+    clock["iteration_s"] = time.perf_counter() - started
+    metrics.update(_time_metrics(clock))
+    return metrics
+
+
+def _score(
+    it: int, ctx: LoopContext, state: LoopState, rollouts: Sequence[Rollout]
+) -> tuple[list[Sample], list[Sample], dict[str, Any]]:
+    """Agent samples (advantages per environment group, plain plays only), then the Designer
+    samples whose window closes now: (agent samples, Designer samples, window metrics)."""
+    play, design = ctx.cfg.play, ctx.cfg.design
+    agent_samples = _agent_samples(rollouts, play.negative_weight, by_seed=play.plays_per_seed > 1)
+    state.pending, designer_samples, window_metrics = close_windows(
+        it,
+        design.regen_interval,
+        ctx.pool,
+        state.pending,
+        ctx.reward_fn,
+        len(agent_samples),
+        design.scale_floor,
+        design.scale_cap,
+    )
+    return agent_samples, designer_samples, window_metrics
+
+
+def _play_metrics(
+    rollouts: Sequence[Rollout], agent_samples: list[Sample], designer_samples: list[Sample]
+) -> dict[str, Any]:
+    """Win rates of both arms, the new designs' paired regret, episode and sample counts."""
     plain = [r for r in rollouts if not r.request.hinted]
     hinted = [r for r in rollouts if r.request.hinted]
     plain_of = {
@@ -166,33 +191,39 @@ def run_iteration(
         for r in hinted
         if (key := (r.request.program.env_id, r.request.seed, r.request.play)) in plain_of
     ]
-    bands = pool.record_bands(it)
-    clock["iteration_s"] = total = time.perf_counter() - started
+    return {
+        "plain_win_rate": win_rate_of(r.return_ for r in plain),
+        "hinted_win_rate": win_rate_of(r.return_ for r in hinted) if hinted else None,
+        "episodes": len(rollouts),
+        "hinted_episodes": len(hinted),
+        "env_errors": sum(1 for r in rollouts if r.error),
+        "mean_turns": sum(len(r.episode.turns) for r in rollouts) / max(len(rollouts), 1),
+        "tokens": sum(r.tokens for r in rollouts),
+        "agent_samples": len(agent_samples),
+        "designer_samples": len(designer_samples),
+        "update_tokens": sum(len(s.token_ids) for s in agent_samples + designer_samples),
+        "agent_update_tokens": sum(len(s.token_ids) for s in agent_samples),
+        "new_design_regret": paired_win_difference(pairs),
+    }
+
+
+def _band_shares(bands: Mapping[str, int]) -> dict[str, float]:
+    return {k: bands[k] / bands["total"] if bands.get("total") else 0.0 for k in BANDS}
+
+
+def _time_metrics(clock: Mapping[str, float]) -> dict[str, Any]:
+    """The iteration's seconds: in all, the older sums (model, environments, overhead) and each
+    `time/<phase>` of `TIME_PHASES`."""
+    total = clock["iteration_s"]
     model_s = sum(clock.get(k, 0.0) for k in ("designer_sample_s", "agent_sample_s", "update_s"))
     env_s = clock.get("validate_s", 0.0) + clock.get("env_s", 0.0)
-    metrics.update(
-        plain_win_rate=win_rate_of(r.return_ for r in plain),
-        hinted_win_rate=win_rate_of(r.return_ for r in hinted) if hinted else None,
-        episodes=len(rollouts),
-        hinted_episodes=len(hinted),
-        env_errors=sum(1 for r in rollouts if r.error),
-        mean_turns=sum(len(r.episode.turns) for r in rollouts) / max(len(rollouts), 1),
-        tokens=sum(r.tokens for r in rollouts),
-        agent_samples=len(agent_samples),
-        designer_samples=len(designer_samples),
-        update_tokens=sum(len(s.token_ids) for s in agent_samples + designer_samples),
-        agent_update_tokens=sum(len(s.token_ids) for s in agent_samples),
-        new_design_regret=paired_win_difference(pairs),
-        bands=bands,
-        band_shares={k: bands[k] / bands["total"] if bands.get("total") else 0.0 for k in BANDS},
-        loss=losses,
-        seconds=total,
-        model_seconds=model_s,
-        env_seconds=env_s,
-        overhead=max(0.0, total - model_s - env_s) / total,
-    )
-    metrics.update({f"time/{k}": clock.get(k, 0.0) for k in TIME_PHASES})
-    return metrics
+    return {
+        "seconds": total,
+        "model_seconds": model_s,
+        "env_seconds": env_s,
+        "overhead": max(0.0, total - model_s - env_s) / total,
+        **{f"time/{k}": clock.get(k, 0.0) for k in TIME_PHASES},
+    }
 
 
 def time_totals(iterations: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -204,17 +235,10 @@ def time_totals(iterations: Sequence[Mapping[str, Any]]) -> dict[str, float]:
 
 
 def _design_step(
-    it: int,
-    cfg: TrainConfig,
-    models: Models,
-    sandbox: SandboxAPI,
-    pool: Pool,
-    state: LoopState,
-    documents: Sequence[dict[str, Any]],
-    run_async: Callable[[Any], Any],
-    clock: dict[str, float],
+    it: int, ctx: LoopContext, state: LoopState, clock: dict[str, float]
 ) -> tuple[list[Program], dict[str, Any]]:
     """Design, validate and admit; queue every trainable attempt as a pending Designer sample."""
+    cfg, pool = ctx.cfg, ctx.pool
     d = cfg.design
     regen = (it - 1) // d.regen_interval
     rng = random.Random(_seed(cfg, it, "design"))
@@ -230,21 +254,18 @@ def _design_step(
         validator=cfg.validator,
         max_attempts=d.max_attempts,
         failed_reward=INVALID_DESIGN_REWARD,
-        documents=documents if d.grounding else (),
+        documents=ctx.documents if d.grounding else (),
         exemplars_for=lambda s: [m.program for m in pool.exemplars(s, rng, k=10)],
         negative_for=lambda s: pool.negative_example(s, rng),
-        difficulty_word=d.difficulty_word,
-        budget_chars=d.prompt_budget_chars,
-        separate_hint=d.separate_hint,
-        form=d.form,
+        prompt_settings=ctx.prompt_settings,
         # whatever the model: a template program copied is no new environment either way
-        training=warm_start_programs(d.form),
+        training=warm_start_programs(ctx.prompt_settings.form),
     )
     t = time.perf_counter()
-    designer = _Timed(models.designer, clock, "designer_sample_s")
-    outcomes = design_and_admit(designer, sandbox, pool, run_async, request)
+    designer = _Timed(ctx.models.designer, clock, "designer_sample_s")
+    outcomes = design_and_admit(designer, ctx.sandbox, pool, ctx.run_async, request)
     new_envs = [o.attempt.program for o in outcomes if o.admitted and o.attempt.program]
-    solutions, solution_errors = run_async(windows.solutions(sandbox, new_envs))
+    solutions, solution_errors = ctx.run_async(windows.solutions(ctx.sandbox, new_envs))
     elapsed = time.perf_counter() - t
     clock["validate_s"] = max(0.0, elapsed - clock.get("designer_sample_s", 0.0))
     for o in outcomes:
@@ -263,20 +284,14 @@ def _design_step(
 
 
 def _play_step(
-    it: int,
-    cfg: TrainConfig,
-    models: Models,
-    sandbox: SandboxAPI,
-    pool: Pool,
-    new_envs: list[Program],
-    run_async: Callable[[Any], Any],
-    clock: dict[str, float],
+    it: int, ctx: LoopContext, new_envs: list[Program], clock: dict[str, float]
 ) -> list[Rollout]:
     """Plain plays of the active environments; new designs also hinted, on the same seeds."""
+    cfg = ctx.cfg
     base, n, k = _seed(cfg, it, "episodes"), cfg.play.plays_per_env, cfg.play.plays_per_seed
     requests = [
         PlayRequest(p, base + i // k, play=i % k)
-        for p in active_set(it, cfg, pool, new_envs)
+        for p in active_set(it, cfg, ctx.pool, new_envs)
         for i in range(n)
     ]
     requests += [
@@ -288,10 +303,10 @@ def _play_step(
         seed=_seed(cfg, it, "play-sample"),
     )
     t = time.perf_counter()
-    rollouts: list[Rollout] = run_async(
+    rollouts: list[Rollout] = ctx.run_async(
         play(
-            _Timed(models.agent, clock, "agent_sample_s"),
-            sandbox,
+            _Timed(ctx.models.agent, clock, "agent_sample_s"),
+            ctx.sandbox,
             requests,
             params=params,
             max_turns=cfg.play.max_turns,
@@ -300,7 +315,7 @@ def _play_step(
     )
     elapsed = time.perf_counter() - t
     clock["env_s"] = max(0.0, elapsed - clock.get("agent_sample_s", 0.0))
-    pool.record_episodes(
+    ctx.pool.record_episodes(
         EpisodeRow.of(
             r.episode, iteration=it, hinted=r.request.hinted, tokens=r.tokens, play=r.request.play
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from spade.backends.base import Models, Policy, PPOConfig
-from spade.config import ModelConfig, TrainConfig
+from spade.config import FSDP, ModelConfig, TrainConfig
 
 
 def model_folder(model: ModelConfig, progress: bool = True) -> str:
@@ -90,7 +90,7 @@ def build_models(cfg: TrainConfig, model: str) -> Models:
         )
     if cfg.model.vllm_urls and cfg.separate_designer:
         raise ValueError("--separate-designer with --vllm-urls is not supported yet")
-    if cfg.model.trainer == "fsdp":
+    if cfg.model.trainer == FSDP:
         from spade.backends.fsdp import FSDPBackend, FSDPTrainer
 
         if cfg.separate_designer:

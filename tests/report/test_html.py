@@ -16,14 +16,13 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from test_pool_io import ECHO, make_pool
-
 from spade.cli.pool_commands import report
 from spade.envs.pool import EpisodeRow, Pool
 from spade.report.figures import FIGURES
 from spade.report.html import build_report
 from spade.report.rundata import diversity, jaccard_distances
 from spade.types import Program, Verdict
+from tests.envs.test_pool_io import ECHO, make_pool
 
 STEMS = [stem for stem, *_ in FIGURES]
 

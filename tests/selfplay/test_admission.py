@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from spade.backends.base import Message, SamplingParams
-from spade.cli import model_commands
+from spade.cli import design_command
 from spade.envs.checks import ValidatorConfig
 from spade.envs.duplicates import shingles
 from spade.envs.pool import Pool
-from spade.prompts import designer_reply
+from spade.prompts import PromptSettings, designer_reply
 from spade.sandbox import Sandbox, SandboxConfig
 from spade.selfplay.admission import (
     COUNT_REACHED,
@@ -150,9 +150,9 @@ def test_spade_design_uses_the_same_admission(tmp_path: Path, monkeypatch) -> No
     # (before, the duplicate's verdict replaced the first one's and both were lost); BETA differs
     # from ALPHA by a class name only, a near-duplicate under the default validator
     policy = Batches([[ALPHA, ALPHA, BETA]])
-    monkeypatch.setattr(model_commands, "_policy_for", lambda *a, **k: policy)
+    monkeypatch.setattr(design_command, "policy_for", lambda *a, **k: policy)
     out = tmp_path / "out"
-    rc = model_commands.design_cmd(out, count=2, skills=(SKILL,), batch=3, max_rounds=1)
+    rc = design_command.design_cmd(out, count=2, skills=(SKILL,), batch=3, max_rounds=1)
     lines = [json.loads(x) for x in (out / "attempts.jsonl").read_text().splitlines()]
     assert [x["admitted"] for x in lines] == [True, False, False]
     assert [[f["check"] for f in x["failures"]] for x in lines] == [
@@ -202,7 +202,7 @@ def test_the_request_shapes_the_designer_prompt(env) -> None:
     policy = Batches([[GARBAGE]])
     reply = policy.reply
     policy.policy.reply = lambda messages: seen.append(messages) or reply(messages)
-    request = _request(1, difficulty_word="brutal", form="compact")
+    request = _request(1, prompt_settings=PromptSettings(difficulty_word="brutal", form="compact"))
     design_and_admit(policy, sandbox, pool, loop.run_until_complete, request)
     (messages,) = seen
     assert messages[0]["content"] == designer_system("game", form="compact")
@@ -321,14 +321,15 @@ def _designed_with(monkeypatch, tmp_path: Path, **flags: object) -> tuple:
 
     def capture(policy, envs, pool, run_async, request):
         p = request.params
-        seen.append((p.temperature, p.max_tokens, request.budget_chars, request.form))
+        settings = request.prompt_settings
+        seen.append((p.temperature, p.max_tokens, settings.budget_chars, settings.form))
         raise _Stop
 
-    monkeypatch.setattr(model_commands, "_policy_for", lambda *a, **k: None)
+    monkeypatch.setattr(design_command, "policy_for", lambda *a, **k: None)
     monkeypatch.setattr(sandbox, "make_sandbox", lambda *a, **k: _NoSandbox())
     monkeypatch.setattr(admission, "design_and_admit", capture)
     with pytest.raises(_Stop):
-        model_commands.design_cmd(tmp_path / "out", **flags)  # type: ignore[arg-type]
+        design_command.design_cmd(tmp_path / "out", **flags)  # type: ignore[arg-type]
     return seen[0]
 
 
@@ -348,7 +349,8 @@ def test_spade_design_and_the_bootstrap_measurement_use_the_recipes_designer(
 
     def capture(policy, **kw):
         p = kw["params"]
-        measured.append((p.temperature, p.max_tokens, kw["budget_chars"], kw["form"]))
+        settings = kw["settings"]
+        measured.append((p.temperature, p.max_tokens, settings.budget_chars, settings.form))
         raise _Stop
 
     monkeypatch.setattr(models, "local_backend", lambda *a, **k: None)
@@ -357,7 +359,7 @@ def test_spade_design_and_the_bootstrap_measurement_use_the_recipes_designer(
         measure.measure_model("unused")
     assert _designed_with(monkeypatch, tmp_path) == measured[0] == recipe
     # the same numbers nowhere else: the recipe is not the other models' defaults
-    other = model_commands.OTHER_MODEL_DESIGN
+    other = design_command.OTHER_MODEL_DESIGN
     assert (other.temperature, other.max_tokens, other.prompt_budget_chars) != recipe[:3]
     # a flag overrides its own setting only; 0 lifts the prompt cap
     assert _designed_with(monkeypatch, tmp_path, temperature=0.9, prompt_budget_chars=0) == (

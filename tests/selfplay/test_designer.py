@@ -9,7 +9,7 @@ import pytest
 
 from spade import prompts
 from spade.backends.base import Completion, Message, Policy, Prompt, SamplingParams
-from spade.prompts import MAX_HINT_CHARS, designer_reply
+from spade.prompts import MAX_HINT_CHARS, PromptSettings, designer_reply
 from spade.selfplay import designer
 from spade.selfplay.designer import (
     MAX_CODE_CHARS,
@@ -229,7 +229,9 @@ def test_design_is_deterministic_in_its_rng() -> None:
 
 
 def test_design_under_a_small_budget_drops_exemplars() -> None:
-    attempts = _design(ScriptedPolicy([GOOD]), ["Optimization"], budget_chars=1500)
+    attempts = _design(
+        ScriptedPolicy([GOOD]), ["Optimization"], settings=PromptSettings(budget_chars=1500)
+    )
     prompt = attempts[0].prompt
     assert sum(len(m["content"]) for m in prompt.messages) <= 1500
     assert attempts[0].exemplar_ids == ()
@@ -279,7 +281,7 @@ def test_separate_hint_mode_makes_a_second_batched_call_for_extracted_code_only(
         "```python\nprint(1)\n```",  # hint call for attempt 2: a fence
     ]
     policy = ScriptedPolicy(replies)
-    attempts = _design(policy, ["Optimization"] * 3, separate_hint=True)
+    attempts = _design(policy, ["Optimization"] * 3, settings=PromptSettings(separate_hint=True))
 
     assert len(policy.calls) == 2
     code_batch, _ = policy.calls[0]

@@ -350,6 +350,7 @@ def fuzz_replies(n: int, seed: int = 0) -> tuple[list[str], int]:
 def test_10000_random_designer_replies_never_crash_design(tmp_path: Path) -> None:
     from spade.backends.base import SamplingParams
     from spade.envs.checks import ValidatorConfig
+    from spade.prompts import PromptSettings
     from spade.rewards import INVALID_DESIGN_REWARD
     from spade.sandbox import Sandbox, SandboxConfig
     from spade.selfplay.admission import DesignRequest, design_and_admit
@@ -386,7 +387,7 @@ def test_10000_random_designer_replies_never_crash_design(tmp_path: Path) -> Non
                     params=SamplingParams(max_tokens=16),
                     validator=validator,
                     failed_reward=INVALID_DESIGN_REWARD,
-                    budget_chars=400,
+                    prompt_settings=PromptSettings(budget_chars=400),
                 )
                 design_and_admit(policy, sandbox, pool, loop.run_until_complete, request)
             with sqlite3.connect(tmp_path / "pool.sqlite") as db:
