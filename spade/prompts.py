@@ -443,7 +443,7 @@ def designer_messages(
     *,
     kind: EnvKind | None = None,
     with_hint: bool = True,
-    form: str = FULL,
+    form: Form = FULL,
 ) -> list[Message]:
     """The messages of `designer_prompt`, its settings given one by one (the warm start's
     renderings and one-off prompts; `designer_system` refuses a `form` not in `FORMS`)."""

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from spade.sandbox import SessionAPI
 from spade.sandbox.runtime import game_action
-from spade.types import Episode, Turn
+from spade.types import TOOL, Episode, Turn
 
 ReplyFn = Callable[[int, str], "str | None"]
 """(turn index, last observation) -> the agent's reply, or None to stop early: a scripted
@@ -20,7 +20,7 @@ player (a probe, a replay, a person), not a model (`spade.backends.base.Policy`)
 
 def to_action(session: SessionAPI, reply: str) -> str:
     assert session.info is not None
-    return reply if session.info.kind == "tool" else game_action(reply)
+    return reply if session.info.kind == TOOL else game_action(reply)
 
 
 async def run_episode(

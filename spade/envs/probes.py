@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable
 
 from spade.envs.episode import ReplyFn
+from spade.types import TOOL
 
 RANDOM_VOCAB = (
     [str(i) for i in range(-1, 21)]
@@ -54,14 +55,14 @@ _MARKUP = re.compile(r"\\boxed\{answer\}|\\boxed|<answer>|</answer>")
 
 
 def _wrap(kind: str) -> Callable[[str], str]:
-    return (lambda x: f"<answer>{x}</answer>") if kind == "tool" else (lambda x: f"\\boxed{{{x}}}")
+    return (lambda x: f"<answer>{x}</answer>") if kind == TOOL else (lambda x: f"\\boxed{{{x}}}")
 
 
 def blind_probes(kind: str) -> dict[str, Callable[[int], ReplyFn]]:
     """Probe name -> (seed -> policy). Random probes draw from `random.Random(seed)` only."""
     wrap = _wrap(kind)
     probes: dict[str, Callable[[int], ReplyFn]] = {"empty": lambda _seed: lambda t, o: ""}
-    for const in TOOL_CONSTANTS if kind == "tool" else GAME_CONSTANTS:
+    for const in TOOL_CONSTANTS if kind == TOOL else GAME_CONSTANTS:
         probes[f"constant {const}"] = (lambda c: lambda _seed: lambda t, o: c)(const)
 
     def random_policy(seed: int) -> ReplyFn:

@@ -24,7 +24,7 @@ from spade.envs.checks import ValidatorConfig
 from spade.envs.episode import ReplyFn, replay, run_episode
 from spade.envs.probes import blind_probes, copy_probes, tokens
 from spade.sandbox import ErrorKind, SandboxAPI, SandboxError
-from spade.types import CheckFailure, Episode, Program
+from spade.types import GAME, TOOL, CheckFailure, Episode, Program
 
 _KIND_TO_CHECK: dict[ErrorKind, str] = {
     "timeout": "resource",
@@ -50,12 +50,12 @@ def replayable(solution: Any, kind: str) -> list[str] | None:
     """`solution()`'s value as replies to replay (a game's answers in `\\boxed{}` or, for a
     code task, a fenced code block; a tool environment's calls), or None when it is not
     replayable (prose, nothing)."""
-    marker = ("<answer>", "<tool_call>", "<function=") if kind == "tool" else ("\\boxed{", "```")
+    marker = ("<answer>", "<tool_call>", "<function=") if kind == TOOL else ("\\boxed{", "```")
     if isinstance(solution, str):
         # The reference's tool-use solution() is prose (a description of the calls, ending in
         # `<answer>...</answer>`) shown at the turn limit, never replayed. A string made only of
         # calls and an answer is one reply; with prose around them it is a description.
-        if kind == "tool" and _TOOL_BLOCKS.sub("", solution).strip():
+        if kind == TOOL and _TOOL_BLOCKS.sub("", solution).strip():
             return None
         solution = [solution]
     if (
@@ -82,7 +82,7 @@ class ValidationRun:
         self.failures: list[CheckFailure] = []
         self.stats: dict[str, Any] = {}
         self.episodes: list[Episode] = []
-        self.kind = "game"
+        self.kind = GAME
         self.probe_episodes: dict[str, list[Episode]] = {}
         self.warnings: list[dict[str, str]] = []
         # difficulty kwargs -> seed -> what solution() returned there (as JSON)

@@ -19,6 +19,7 @@ from spade.backends.base import Models, SamplingParams
 from spade.config import TrainConfig
 from spade.evals.sets import EvalSet
 from spade.files import atomic_write_text
+from spade.types import GAME
 
 CACHE_VERSION = 1
 """Bump when what a cached outcome means changes (the rollout, the scoring)."""
@@ -89,7 +90,7 @@ def before_cache_key(
         "sampling": sampling,
         "max_turns": cfg.play.max_turns,
         "max_context_tokens": cfg.model.max_context_tokens,
-        "agent_system": hashlib.sha256(agent_system("game").encode()).hexdigest(),
+        "agent_system": hashlib.sha256(agent_system(GAME).encode()).hexdigest(),
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
 

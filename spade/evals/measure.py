@@ -31,15 +31,15 @@ from spade.evals.winrate import result_of
 from spade.prompts import PromptSettings
 from spade.sandbox import Sandbox
 from spade.selfplay.designer import DesignAttempt, design
-from spade.types import GAME_SKILLS, Form, Program, Verdict
+from spade.types import COMPACT, FULL, GAME_SKILLS, Form, Program, Verdict
 from spade.warmstart.data import training_programs
 
 
-def form_of(code: str) -> str:
+def form_of(code: str) -> Form:
     """`compact` for a subclass of a scaffold (`QuestionEnv` / `GameEnv`), else `full`."""
     from spade.sandbox.runtime import SCAFFOLD_NAMES
 
-    return "compact" if any(f"({name})" in code for name in SCAFFOLD_NAMES) else "full"
+    return COMPACT if any(f"({name})" in code for name in SCAFFOLD_NAMES) else FULL
 
 
 def nearest_training_similarity(code: str, training: Sequence[frozenset[Any]]) -> float:

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from spade import templates
 from spade.sandbox import SandboxConfig
 from spade.templates import questions
-from spade.types import Program
+from spade.types import COMPACT, Program
 
 NEAR_PER_FAMILY = 10
 """Items per trained family in the near set (16 families: 208 items)."""
@@ -241,7 +241,7 @@ def eval_programs(count_per_family: int = 2, seed: int = 1234) -> list[Program]:
             if mini:
                 r = render_mini(rng, family.split(":", 1)[1])
             else:
-                r = templates.render(rng, family, form="compact")
+                r = templates.render(rng, family, form=COMPACT)
             if r.code in seen:
                 continue
             seen.add(r.code)

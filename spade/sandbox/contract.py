@@ -9,8 +9,8 @@ import dataclasses
 from typing import Any, Literal
 
 from spade.sandbox import isolation
+from spade.types import EnvKind
 
-EnvKind = Literal["game", "tool"]
 """What an environment file defines: a game (moves in `\\boxed{}`) or a tool-use environment."""
 ErrorKind = Literal["timeout", "crashed", "exception", "invalid", "protocol", "closed"]
 """How a call failed; `SandboxError` lists what each means."""

@@ -401,8 +401,12 @@ class Sandbox:
                 await self._refill
             self._refill = None
         self._idle.clear()
-        for session in list(self._sessions):
-            await session.close()
+        # every worker is killed first, then all are waited for together: a Ctrl-C on a busy
+        # machine waits once for the slowest exit report, not once per session in turn
+        sessions = list(self._sessions)
+        for session in sessions:
+            session.kill()
+        results = await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
         if self._ctrl is not None:
             with contextlib.suppress(ValueError, RuntimeError):
                 asyncio.get_running_loop().remove_reader(self._ctrl.fileno())
@@ -418,6 +422,9 @@ class Sandbox:
         if self._scratch_root is not None:
             shutil.rmtree(self._scratch_root, ignore_errors=True)
             self._scratch_root = None
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:  # after the zygote and the scratch root are gone
+            raise failed[0]
 
     async def __aenter__(self) -> Sandbox:
         return await self.start()

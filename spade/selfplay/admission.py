@@ -46,14 +46,14 @@ TRAINING_COPY = "training_copy"
 @dataclasses.dataclass(frozen=True)
 class TrainingPrograms:
     """Programs a model was taught to write, as the near-duplicate check's token 5-gram sets
-    (`spade.envs.validate.shingles`, literals normalised: a copy with other numbers is still
+    (`spade.envs.duplicates.shingles`, literals normalised: a copy with other numbers is still
     one)."""
 
     shingles: tuple[frozenset[tuple[str, ...]], ...]
 
     def nearest(self, code: str) -> float:
         """The highest Jaccard similarity of `code` to a training program (0.0 with none), as
-        `spade.envs.validate.check_duplicates` measures it."""
+        `spade.envs.duplicates.check_duplicates` measures it."""
         mine, best = shingles(code), 0.0
         for theirs in self.shingles:
             common = len(mine & theirs)  # |A | B| = |A| + |B| - |A & B|: no union set built

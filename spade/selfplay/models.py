@@ -13,6 +13,7 @@ from typing import Any
 
 from spade.backends.base import Models, Policy, PPOConfig
 from spade.config import FSDP, ModelConfig, TrainConfig
+from spade.types import COMPACT, Form
 
 
 def model_folder(model: ModelConfig, progress: bool = True) -> str:
@@ -26,7 +27,7 @@ def model_folder(model: ModelConfig, progress: bool = True) -> str:
     return model_path(model.model, progress=progress)
 
 
-def warm_started_model(model: ModelConfig, form: str = "compact", progress: bool = True) -> str:
+def warm_started_model(model: ModelConfig, form: Form = COMPACT, progress: bool = True) -> str:
     """The model folder a run starts from: for the embedded default (`smollm2`) with
     `model.warm_start` on, its warm start for the Designer `form` (`spade bootstrap`'s cached
     result, the same for every run seed), trained here first when it is not cached yet

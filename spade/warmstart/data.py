@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from spade.backends.base import Message, Role
+from spade.types import COMPACT, FULL, GAME, Form
 from spade.warmstart.replay import replay_many, replay_solutions
 
 if TYPE_CHECKING:
@@ -94,7 +95,7 @@ PLAIN_FORMAT = ExampleFormat(
 """A minimal wording that needs nothing else from the package."""
 
 
-def prompts_format(budget_chars: int | None = None, form: str = "compact") -> ExampleFormat:
+def prompts_format(budget_chars: int | None = None, form: Form = COMPACT) -> ExampleFormat:
     """The wording the self-play loop uses (spade.prompts): the embedded model's prompt
     budget and the Designer form of the recipe (`spade.prompts.FORMS`)."""
     from spade import prompts
@@ -207,7 +208,7 @@ LEVEL_WEIGHTS = (1, 2, 1)
 
 
 def designer_programs(
-    count: int, seed: int, form: str, families: Sequence[str], mini: int = 0
+    count: int, seed: int, form: Form, families: Sequence[str], mini: int = 0
 ) -> list[Rendered]:
     """The programs a warm start shows as Designer turns, in render order: `count` renders of
     the template `families` in `form`, then `mini` one-question programs."""
@@ -232,7 +233,7 @@ def template_examples(
     documents: Sequence[Mapping[str, Any]] | None = None,
     agent_programs: int = 120,
     agent_max_chars: int = 6000,
-    form: str = "full",
+    form: Form = FULL,
     exclude: Sequence[str] = (),
     mini: int = 0,
 ) -> list[Example]:
@@ -312,18 +313,18 @@ def question_examples(count: int = QUESTION_COUNT, seed: int = 0) -> list[Exampl
         question = questions.draw(family, rng, rng.choices((1, 2, 3), weights=(3, 2, 1))[0])
         instruction = questions.REFERENCE_INSTRUCTION if rng.random() < 0.5 else rng.choice(others)
         text = question.text + rng.choice(("\n", " ")) + instruction
-        messages = prompts.agent_messages(text, "game")
+        messages = prompts.agent_messages(text, GAME)
         examples.append(Example(tuple(messages), questions.reply(question), "agent"))
     return examples
 
 
-def training_families(form: str = "compact", families: Sequence[str] | None = None) -> list[str]:
+def training_families(form: Form = COMPACT, families: Sequence[str] | None = None) -> list[str]:
     """The template families a warm start of `form` trains on: `families` (None:
     `COMPACT_FAMILIES` for the compact form, every family for the full form), never an
     evaluation family."""
     from spade import templates
 
-    if families is None and form == "compact":
+    if families is None and form == COMPACT:
         families = COMPACT_FAMILIES
     held_out = set(templates.eval_families())
     return [
@@ -335,7 +336,7 @@ def training_families(form: str = "compact", families: Sequence[str] | None = No
 
 def warm_start_examples(
     seed: int = 0,
-    form: str = "compact",
+    form: Form = COMPACT,
     families: Sequence[str] | None = None,
     count: int = COMPACT_COUNT,
     mini: int = COMPACT_MINI,
@@ -352,14 +353,14 @@ def warm_start_examples(
 
     trained = training_families(form, families)
     held_out = tuple(f for f in sorted(templates.FAMILIES) if f not in trained)
-    if form == "compact":
-        fmt = prompts_format(form="compact")
+    if form == COMPACT:
+        fmt = prompts_format(form=COMPACT)
         designer = template_examples(
             fmt,
             count=count,
             seed=seed,
             agent_programs=800,
-            form="compact",
+            form=COMPACT,
             exclude=held_out,
             mini=mini,
         )
@@ -378,14 +379,13 @@ def warm_start_examples(
 
 def source_fingerprint() -> str:
     """Hash of everything `warm_start_examples` reads: a cache key that changes with its data."""
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]  # spade/
     h = hashlib.sha256()
     files = [
-        *sorted((root / "templates").glob("*.py")),
+        *sorted((root / "templates").glob("*.py")),  # the question families too (questions.py)
         *sorted((root / "seeds").rglob("*.py")),
         *sorted((root / "data").glob("*.jsonl")),
         root / "prompts.py",
-        root / "questions.py",
         root / "sandbox" / "scaffolds.py",
         root / "sandbox" / "runtime.py",
         Path(__file__).resolve(),
@@ -399,14 +399,14 @@ def source_fingerprint() -> str:
 
 def training_programs(
     seed: int = 0,
-    form: str = "compact",
+    form: Form = COMPACT,
     families: Sequence[str] | None = None,
     mini: int | None = None,
     count: int | None = None,
 ) -> list[str]:
     """The code of the Designer targets of the default warm start (to spot memorised copies);
     `families`, `mini` and `count` as in `warm_start_examples` (None: its default)."""
-    compact = form == "compact"
+    compact = form == COMPACT
     count = count if count is not None else COMPACT_COUNT if compact else FULL_COUNT
     mini = mini if mini is not None else COMPACT_MINI if compact else 0
     programs = designer_programs(count, seed, form, training_families(form, families), mini)

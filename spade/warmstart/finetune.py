@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from spade.backends.base import PPOConfig, Role, Sample
+from spade.types import COMPACT, Form
 from spade.warmstart.data import Example, source_fingerprint, warm_start_examples
 from spade.warmstart.sequences import TrainingSequence, training_sequences
 
@@ -45,7 +46,7 @@ def bootstrap(
     model: str = "smollm2",
     *,
     examples: Sequence[Example] | Callable[[], Sequence[Example]] | None = None,
-    form: str = "compact",
+    form: Form = COMPACT,
     steps: int = DEFAULT_STEPS,
     learning_rate: float = 3e-4,
     batch_tokens: int = 2048,
@@ -143,7 +144,7 @@ def _target(
     base: str,
     precision: str,
     data: Sequence[Example] | None,
-    form: str,
+    form: Form,
     schedule: _Schedule,
     settings: list[Any],
     output: str | Path | None,

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
 import fsdp_roles_run  # noqa: E402  (tests/backends is on sys.path)
-from test_fsdp import TOLERANCE, _gap  # noqa: E402
+from fsdp_run import TOLERANCE, weight_gap  # noqa: E402
 
 from spade.backends.local import LocalBackend  # noqa: E402
 
@@ -34,7 +34,9 @@ def test_two_ranks_normalise_each_role_by_the_whole_minibatch(tmp_path: Path, _m
     assert done.returncode == 0, done.stderr[-4000:]
 
     expected = [local.update(fsdp_roles_run.batch(i)) for i in range(2)]
-    gap = _gap(torch.load(tmp_path / "weights.pt", weights_only=True), local.model.state_dict())
+    gap = weight_gap(
+        torch.load(tmp_path / "weights.pt", weights_only=True), local.model.state_dict()
+    )
     assert gap <= TOLERANCE, gap
     for got, want in zip(json.loads((tmp_path / "metrics.json").read_text()), expected):
         assert got.keys() == want.keys()
@@ -49,4 +51,4 @@ def test_two_ranks_normalise_each_role_by_the_whole_minibatch(tmp_path: Path, _m
     )
     for i in range(2):
         joint.update(fsdp_roles_run.batch(i))
-    assert _gap(joint.model.state_dict(), local.model.state_dict()) > 100 * TOLERANCE
+    assert weight_gap(joint.model.state_dict(), local.model.state_dict()) > 100 * TOLERANCE

@@ -119,11 +119,24 @@ def test_home_and_caches_stay_in_the_sandbox(cache_writer: Path, strict: bool) -
 # --- no process outlives spade --------------------------------------------------------------
 
 
-def _is_sandbox_process(pid: int) -> bool:
+def _started(pid: int) -> int | None:
+    """The process's start time (clock ticks after boot), None if there is no such process: with
+    pid_max at 32,768 a full suite wraps the pids around, and a pid seen alive here may belong to
+    another process seconds later."""
     try:
-        return b"worker.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _is_sandbox_process(pid: int, started: int | None = None) -> bool:
+    """`pid` is a sandbox process (and, given `started`, the same one that was seen then)."""
+    try:
+        if b"worker.py" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return False
     except OSError:
         return False
+    return started is None or _started(pid) == started
 
 
 def _wait_until(condition: Any, timeout: float = 15.0) -> bool:
@@ -155,6 +168,7 @@ def test_no_sandbox_process_outlives_spade(ending: str, tmp_path: Path) -> None:
         report = json.loads(line)
         pids = [report["zygote"], *report["workers"]]
         assert len(pids) >= 4 and all(_is_sandbox_process(p) for p in pids)
+        started = {p: _started(p) for p in pids}
         assert report["scratch_root"].startswith(str(tmpdir))
         assert Path(report["strict_scratch"]).is_dir()
         assert proc.stdin is not None
@@ -174,8 +188,8 @@ def test_no_sandbox_process_outlives_spade(ending: str, tmp_path: Path) -> None:
     expected = {"exit": 0, "exception": 1, "SIGINT": None, "SIGTERM": -15, "SIGKILL": -9}[ending]
     if expected is not None:
         assert proc.returncode == expected, proc.stderr.read() if proc.stderr else ""
-    assert _wait_until(lambda: not any(_is_sandbox_process(p) for p in pids)), [
-        p for p in pids if _is_sandbox_process(p)
+    assert _wait_until(lambda: not any(_is_sandbox_process(p, started[p]) for p in pids)), [
+        p for p in pids if _is_sandbox_process(p, started[p])
     ]
     assert _wait_until(lambda: not any(tmpdir.iterdir())), list(tmpdir.rglob("*"))
     cgroups = Path("/sys/fs/cgroup/pids/spade") / f"z{report['zygote']}"
