@@ -79,6 +79,7 @@ def test_fsdp_needs_a_process_group() -> None:
         FSDPBackend(fsdp_run.CONFIG)
 
 
+@pytest.mark.slow
 def test_spade_train_under_torchrun_with_the_fsdp_trainer(tmp_path: Path, _model_cache) -> None:
     LocalBackend(fsdp_run.CONFIG)  # tiny-test in the cache first
     run = tmp_path / "run"

@@ -54,6 +54,7 @@ def _run(run_dir: Path, backend, policy, resume: bool = False) -> dict:
     return train(cfg, resume=resume, models=models, progress_bars=False, show=lambda s: None)
 
 
+@pytest.mark.slow
 def test_resume_restores_the_local_trainer_exactly(make_local, tmp_path: Path) -> None:
     reference = make_local(seed=5, learning_rate=1e-2)
     summary = _run(tmp_path / "ref", reference, ScriptedPolicy(loopkit.reply))

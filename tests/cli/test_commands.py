@@ -229,6 +229,7 @@ def test_eval_prints_json_and_a_table(cache: Path, run_dir: Path) -> None:
     assert "win rate over 1 environments x 1 seeds" in table.stdout
 
 
+@pytest.mark.slow
 def test_bootstrap_with_a_tiny_budget(cache: Path) -> None:
     result = run(cache, "bootstrap", *TINY, "--steps", "2", "--no-measure")
     assert result.returncode == 0, result.stderr[-2000:]

@@ -179,6 +179,7 @@ def test_a_wrong_reply_loses_and_the_right_one_wins() -> None:
     assert won == questions_only and sum(won) == len(questions.FAMILIES)  # one of each family
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="the sandbox needs Linux")
 def test_eval_programs_are_deterministic_valid_environments() -> None:
     import asyncio

@@ -1367,6 +1367,7 @@ VERDICTS = {  # fixture -> the checks that must be among its failures (any one o
 }
 
 
+@pytest.mark.slow
 def test_validator_rejects_hostile_fixtures() -> None:
     config = dataclasses.replace(FAST, load_timeout_s=1.5)
     vcfg = ValidatorConfig(probe_seeds=4, solution_seeds=2)

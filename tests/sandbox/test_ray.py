@@ -88,6 +88,7 @@ def _summary(verdicts: Sequence[Any]) -> list[tuple[bool, tuple[str, ...]]]:
     return [(v.admitted, tuple(sorted({f.check for f in v.failures}))) for v in verdicts]
 
 
+@pytest.mark.slow
 def test_bundled_environments_validate_identically_through_ray(cluster: Any) -> None:
     programs = bundled.seed_programs() + bundled.heldout_programs()
     cfg = SandboxConfig()
@@ -101,6 +102,7 @@ def test_bundled_environments_validate_identically_through_ray(cluster: Any) -> 
     ]
 
 
+@pytest.mark.slow
 def test_hostile_verdicts_are_the_same_through_ray(cluster: Any) -> None:
     # output_flood is left out: it writes 100 MB in one step, and whether that fits a step's
     # deadline depends on the machine's load, locally as through Ray (test_hostile checks it)

@@ -346,6 +346,7 @@ def fuzz_replies(n: int, seed: int = 0) -> tuple[list[str], int]:
     return out, len(dynamic) + mutated_ok
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)  # ~35-60 s alone
 def test_10000_random_designer_replies_never_crash_design(tmp_path: Path) -> None:
     from spade.backends.base import SamplingParams

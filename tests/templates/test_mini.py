@@ -52,6 +52,7 @@ def test_mini_solutions_win_and_constants_mostly_lose(family):
             assert constant_wins <= 2, (family, difficulty, rendered.code)
 
 
+@pytest.mark.slow
 def test_one_render_of_every_mini_family_passes_the_real_validator():
     rng = random.Random(7)
     rendered = [render_mini(rng, name) for name in sorted(MINI_FAMILIES)]

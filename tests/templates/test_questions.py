@@ -65,6 +65,7 @@ def test_the_warm_start_questions_use_only_trained_families_phrasings_and_instru
     assert not any(t.startswith(heldout_openings) for t in texts)
 
 
+@pytest.mark.slow
 def test_question_environments_ask_the_familys_question_and_pass_the_validator():
     async def check() -> None:
         async with Sandbox() as sandbox:

@@ -53,6 +53,7 @@ def test_renders_are_deterministic_given_the_rng_and_vary_with_it(family):
         assert 30 <= r.code.count("\n") <= 130
 
 
+@pytest.mark.slow
 def test_two_renders_of_every_family_pass_the_real_validator():
     rng = random.Random(2024)
     rendered = [render(rng, name) for name in sorted(FAMILIES) for _ in range(2)]
@@ -202,6 +203,7 @@ def test_compact_solutions_win_at_every_difficulty_and_constants_lose(family):
             assert max(wins.values()) <= 1, (difficulty, wins, code)
 
 
+@pytest.mark.slow
 def test_two_compact_renders_of_every_family_pass_the_real_validator():
     rng = random.Random(2025)
     rendered = [

@@ -22,6 +22,7 @@ def test_known_answers_win(level: int) -> None:
     assert (result.overall.wins, result.overall.episodes, result.errors) == (12, 12, 0)
 
 
+@pytest.mark.slow
 def test_other_play_loses_in_every_game_without_errors() -> None:
     junk = [
         "\\boxed{1}",
