@@ -71,29 +71,29 @@ PLANTS = [
     ),
     (
         "LocalBackend.update passes the lower clip bound for both sides",
-        "spade/backends/local.py",
-        "ppo.clip_low,\n                    ppo.clip_high,",
-        "ppo.clip_low,\n                    ppo.clip_low,",
+        "spade/backends/training.py",
+        "ppo.clip_low,\n            ppo.clip_high,",
+        "ppo.clip_low,\n            ppo.clip_low,",
         LOCAL,
     ),
     (
         "loss normalised per sequence, not per token",
-        "spade/backends/local.py",
-        'batch["mask"],\n                    float(n_tok),',
+        "spade/backends/training.py",
+        'batch["mask"],\n            float(n_tok),',
         'batch["mask"] / batch["mask"].sum(1, keepdim=True).clamp(min=1),\n'
-        "                    float(len(minibatch)),",
+        "            float(len(micro)),",
         LOCAL,
     ),
     (
         "no gradient clipping",
-        "spade/backends/local.py",
+        "spade/backends/training.py",
         'max_norm = ppo.max_grad_norm if ppo.max_grad_norm > 0 else float("inf")',
         'max_norm = float("inf")',
         LOCAL,
     ),
     (
         "weight decay on every parameter",
-        "spade/backends/local.py",
+        "spade/backends/training.py",
         "(decay if p.dim() >= 2 else no_decay).append(p)",
         "decay.append(p)",
         LOCAL,
@@ -101,10 +101,11 @@ PLANTS = [
     (
         "verdicts keyed by env_id (a duplicate overwrites the admitted one)",
         "spade/selfplay/admission.py",
-        "by_index: dict[int, Verdict] = {i: v for (i, _), v in zip(indexed, verdicts)}\n"
+        "by_index.update({i: v for (i, _), v in zip(indexed, verdicts)})\n"
         "    return [by_index.get(i) for i in range(len(attempts))]",
         "by_id = {p.env_id: v for (_, p), v in zip(indexed, verdicts)}\n"
-        "    return [by_id.get(a.program.env_id) if a.program else None for a in attempts]",
+        "    return [by_index.get(i) or (by_id.get(a.program.env_id) if a.program else None)\n"
+        "            for i, a in enumerate(attempts)]",
         ["tests/selfplay/test_admission.py", "tests/selfplay/test_loop_values.py"],
     ),
 ]
