@@ -9,9 +9,7 @@ on the run directory that `spade train` wrote.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,12 +17,10 @@ from typing import Any
 import pytest
 
 from spade.cli.main import COMMANDS, MODEL_COMMANDS
+from tests.support.cli import PROGRAMS, run_spade
 
-ROOT = Path(__file__).resolve().parents[2]
-CONTRACT = ROOT / "tests" / "programs" / "contract"
-REFERENCE = ROOT / "tests" / "programs" / "reference"
-SCRIPT = Path(sys.executable).parent / "spade"
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "spade.cli.main"]
+CONTRACT = PROGRAMS / "contract"
+REFERENCE = PROGRAMS / "reference"
 TINY = ["--model", "tiny-test"]
 
 
@@ -34,15 +30,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(cache: Path, *args: str | Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, COLUMNS="200", NO_COLOR="1", SPADE_CACHE_DIR=str(cache))
-    return subprocess.run(
-        [*COMMAND, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-    )
+    return run_spade(*args, timeout=timeout, cache=cache)
 
 
 def rows(stdout: str) -> list[dict[str, Any]]:

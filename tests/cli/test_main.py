@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from spade.sandbox import Sandbox
+from tests.support.cli import PROGRAMS, ROOT, run_spade
 
-ROOT = Path(__file__).resolve().parents[2]
-CONTRACT = ROOT / "tests" / "programs" / "contract"
+CONTRACT = PROGRAMS / "contract"
 SEED_GAME = ROOT / "spade" / "seeds" / "games" / "mathematical_reasoning_fraction_bisection.py"
-SCRIPT = Path(sys.executable).parent / "spade"
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "spade.cli.main"]
 LAYERS = (
     "network_namespace",
     "private_tmpfs",
@@ -32,15 +28,7 @@ LAYERS = (
 
 
 def spade(*args: str | Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, COLUMNS="200", NO_COLOR="1")  # no wrapping, no colour codes
-    return subprocess.run(
-        [*COMMAND, *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=ROOT,
-    )
+    return run_spade(*args, timeout=timeout)
 
 
 def rows(stdout: str) -> list[dict[str, Any]]:

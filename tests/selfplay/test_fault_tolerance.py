@@ -24,9 +24,7 @@ import pytest
 
 from spade.envs.pool import Pool
 from spade.types import Program, Verdict
-
-SCRIPT = Path(sys.executable).parent / "spade"
-COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "spade.cli.main"]
+from tests.support.cli import COMMAND
 
 COIN_ENV = '''"""Call a coin: the seed and the exact words of the call decide heads or tails.
 
