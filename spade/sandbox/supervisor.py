@@ -401,12 +401,11 @@ class Sandbox:
                 await self._refill
             self._refill = None
         self._idle.clear()
-        # every worker is killed first, then all are waited for together: a Ctrl-C on a busy
-        # machine waits once for the slowest exit report, not once per session in turn
-        sessions = list(self._sessions)
-        for session in sessions:
-            session.kill()
-        results = await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
+        # all at once (each close kills its worker before it waits): a Ctrl-C on a busy machine
+        # waits once for the slowest exit report, not once per session in turn
+        results = await asyncio.gather(
+            *(s.close() for s in list(self._sessions)), return_exceptions=True
+        )
         if self._ctrl is not None:
             with contextlib.suppress(ValueError, RuntimeError):
                 asyncio.get_running_loop().remove_reader(self._ctrl.fileno())
