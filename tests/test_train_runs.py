@@ -17,8 +17,8 @@ from spade.evals import before_after
 from spade.prompts import designer_reply
 from spade.train import train
 from spade.types import Program, env_id_of
-from tests.selfplay import test_loop_values as values
 from tests.support import loopkit
+from tests.support import loopplan as values
 from tests.support.scripted import ScriptedPolicy, decode
 
 MAGIC = Program.from_code(loopkit.MAGIC_ENV, source="tests/magic")
@@ -233,7 +233,7 @@ def test_report_of_a_real_run_directory(tmp_path: Path) -> None:
     from spade.report.rundata import load_run
 
     run_dir = tmp_path / "run"
-    values.run(run_dir)  # the pinned two-iteration run of test_loop_values
+    values.run(run_dir)  # the pinned two-iteration run (tests/selfplay/test_loop_values.py)
     run = load_run(run_dir)
     assert run.finished and [m["iteration"] for m in run.metrics] == [1, 2]
     assert run.skipped_lines == 0

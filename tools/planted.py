@@ -14,7 +14,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LOOP = ["tests/selfplay/test_loop_values.py", "tests/selfplay/test_loop.py", "-m", "not slow"]
+LOOP = [
+    "tests/selfplay/test_loop_values.py",
+    "tests/selfplay/test_loop_design.py",
+    "tests/selfplay/test_loop_time.py",
+    "tests/selfplay/test_loop.py",
+    "-m",
+    "not slow",
+]
 LOCAL = ["tests/backends/test_local_update.py"]
 
 PLANTS = [

@@ -5,6 +5,7 @@ Jaccard similarity, which the validator's `duplicate` and `near_duplicate` check
 
 from __future__ import annotations
 
+import functools
 import io
 import tokenize
 from collections.abc import Sequence
@@ -13,8 +14,13 @@ from spade.envs.checks import ValidatorConfig
 from spade.types import CheckFailure, Program
 
 
+@functools.lru_cache(maxsize=2048)
 def shingles(code: str, n: int = 5) -> frozenset[tuple[str, ...]]:
-    """Token n-grams with literals normalised: a renamed constant does not make a new program."""
+    """Token n-grams with literals normalised: a renamed constant does not make a new program.
+
+    Cached for the last 2,048 programs (~20 KB for a compact design, ~160 KB for a 7 KB seed):
+    every validation compares its program with the whole pool, which would otherwise tokenize
+    every pool member again for every design."""
     tokens: list[str] = []
     try:
         for tok in tokenize.generate_tokens(io.StringIO(code).readline):

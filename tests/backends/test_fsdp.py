@@ -58,6 +58,7 @@ def test_two_ranks_train_what_one_process_trains(trained: Path) -> None:
     assert weight_gap(weights, LocalBackend(fsdp_run.CONFIG).model.state_dict()) > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_a_checkpoint_resumes_at_either_world_size(trained: Path, ranks: int) -> None:
     result = trained / f"resumed-{ranks}.pt"

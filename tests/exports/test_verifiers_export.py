@@ -75,6 +75,7 @@ def package(tmp_path: Path, programs: list[Program]) -> Iterator[object]:
         sys.modules.pop("vfdemo", None)
 
 
+@pytest.mark.slow
 def test_verifiers_plays_the_export(
     tmp_path: Path, package: object, marker_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

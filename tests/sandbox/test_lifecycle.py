@@ -206,6 +206,7 @@ class QuickEnv:
 """
 
 
+@pytest.mark.slow
 def test_hundreds_of_sessions_opened_at_once() -> None:
     """A `play` opens one session per episode, all at once: 400 fork requests queued more than
     the control socket holds (EAGAIN) before the spawn gate; every session must open, work and

@@ -35,131 +35,34 @@ so exactly two plain plays win, whatever the base:
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import random
 import sqlite3
-import time
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from spade.backends.base import Message, Models
-from spade.config import DesignConfig, PlayConfig
-from spade.envs.checks import ValidatorConfig
-from spade.prompts import DESIGNER_ROLE_COMPACT, HINT_SYSTEM, designer_reply
+from spade.prompts import designer_reply
 from spade.rewards import INVALID_DESIGN_REWARD
 from spade.selfplay.admission import warm_start_programs
 from spade.selfplay.loop import TIME_PHASES
-from spade.train import train
 from spade.types import env_id_of
 from spade.warmstart.data import training_programs
 from tests.support import loopkit
-from tests.support.scripted import ScriptedPolicy, decode
-
-S1, S2 = "Magic Numbers", "Lucky Numbers"
-T0 = random.Random(0).randint(100, 999)  # MagicEnv's target at seed 0: what solution() says
-
-
-def env(name: str) -> str:
-    return loopkit.MAGIC_ENV.replace("MagicEnv", name)
-
-
-ALPHA, GAMMA, DELTA = env("AlphaEnv"), env("GammaEnv"), env("DeltaEnv")
-PLAN = {
-    S1: [designer_reply(ALPHA, "The number is in the first line."), "no code here"],
-    S2: [
-        designer_reply(GAMMA, f"Answer \\boxed{{{T0}}}."),
-        designer_reply(DELTA, "Read the first line."),
-    ],
-}
-
-
-class Designer:
-    """Replies per skill in call order (the loop samples the four prompts in one batch)."""
-
-    def __init__(self, plan: dict[str, list[str]], hint: str = "Read the first line.") -> None:
-        self.plan, self.hint = plan, hint
-        self.count = dict.fromkeys(plan, 0)
-        self.prompts: list[tuple[str, str]] = []  # (system, user) of every Designer call
-
-    def __call__(self, messages: Sequence[Message]) -> str:
-        system = str(messages[0].get("content", ""))
-        if system == HINT_SYSTEM:  # the separate hint call (paper mode)
-            return f"HINT: {self.hint}"
-        if "Environment Designer" not in system:
-            return loopkit.agent_reply(messages)
-        user = str(messages[-1].get("content", ""))
-        self.prompts.append((system, user))
-        skill = next(s for s in self.plan if s in user)
-        replies = self.plan[skill]
-        self.count[skill] += 1
-        return replies[(self.count[skill] - 1) % len(replies)]
-
-
-def run(
-    run_dir: Path,
-    plan: dict[str, list[str]] = PLAN,
-    iterations: int = 2,
-    designer_reward: str = "blend",
-    active_envs: int = 3,
-    designer: Designer | None = None,
-    negative_weight: float = 1.0,
-    plays_per_seed: int = 1,
-    **design: object,
-) -> tuple[dict, loopkit.FakeTrainer]:
-    policy = ScriptedPolicy(designer or Designer(plan))
-    trainer = loopkit.FakeTrainer()
-    cfg = loopkit.small_config(
-        run_dir,
-        iterations=iterations,
-        designer_reward=designer_reward,
-        design=DesignConfig(
-            **{  # type: ignore[arg-type]
-                "envs_per_regen": 4,
-                "regen_interval": 2,
-                "skills": (S1, S2),
-                "active_skills": 2,
-                "grounding": False,
-                **design,
-            }
-        ),
-        play=PlayConfig(
-            plays_per_env=4,
-            active_envs=active_envs,
-            max_turns=3,
-            negative_weight=negative_weight,
-            plays_per_seed=plays_per_seed,
-        ),
-        # the three designs differ only in their class name: let them all in
-        validator=ValidatorConfig(
-            probe_seeds=2,
-            solution_seeds=1,
-            near_duplicate_threshold=1.01,
-            copy_seeds=loopkit.NO_COPY,
-        ),
-    )
-    summary = train(
-        cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print
-    )
-    return summary, trainer
-
-
-def _system(prompts) -> str:
-    """The system message of a sampling call's first prompt (a Prompt or a message list)."""
-    first = prompts[0].messages if hasattr(prompts[0], "messages") else prompts[0]
-    return str(first[0].get("content", ""))
-
-
-def rows(run_dir: Path, sql: str, *args: object) -> list[tuple]:
-    with sqlite3.connect(run_dir / "pool.sqlite") as db:
-        return db.execute(sql, args).fetchall()
-
-
-def metrics_of(run_dir: Path) -> list[dict]:
-    """Every line of the run's metrics.jsonl, parsed (a torn line fails the test)."""
-    return [json.loads(line) for line in (run_dir / "metrics.jsonl").open()]
+from tests.support.loopplan import (
+    ALPHA,
+    DELTA,
+    GAMMA,
+    PLAN,
+    S1,
+    S2,
+    T0,
+    by_role,
+    env,
+    phase_seconds,
+    rows,
+    run,
+)
+from tests.support.scripted import decode
 
 
 @pytest.fixture
@@ -220,11 +123,6 @@ def test_regret_blend_and_hint_gate_per_design(blend_run) -> None:
     assert second["designer_scale"] == 6.0
 
 
-def _phases(metrics: dict) -> dict[str, float]:
-    """The iteration's per-phase seconds (`spade.selfplay.loop.TIME_PHASES`), every one there."""
-    return {k: metrics[f"time/{k}"] for k in TIME_PHASES}
-
-
 def test_a_copy_of_a_warm_start_program_is_refused_and_gets_no_reward(tmp_path: Path) -> None:
     # S1's second reply is the warm start's first Designer target: refused at admission as a
     # training copy (never run), it is a failed attempt with the failed reward (-1), so the
@@ -248,22 +146,18 @@ def test_a_copy_of_a_warm_start_program_is_refused_and_gets_no_reward(tmp_path: 
     assert env_id_of(copy) not in {
         e for (e,) in rows(tmp_path / "run", "SELECT env_id FROM programs")
     }
-    designer = _by_role(trainer, 1, "designer")
+    designer = by_role(trainer, 1, "designer")
     assert [s.advantage for s in designer] == pytest.approx([6.0, -1.2, -6.0, 1.2])
     assert "class ArithmeticEnv" in decode(
         [t for t, m in zip(designer[2].token_ids, designer[2].loss_mask) if m]
     )
 
 
-def _by_role(trainer: loopkit.FakeTrainer, update: int, role: str) -> list:
-    return [s for s in trainer.updates[update] if s.role == role]
-
-
 def test_agent_z_scores_per_group_and_no_hinted_play_is_trained(blend_run) -> None:
     _, summary, trainer = blend_run
     assert len(trainer.updates) == 2
     for update, metrics in zip(range(2), summary["iterations"]):
-        agent = _by_role(trainer, update, "agent")
+        agent = by_role(trainer, update, "agent")
         assert metrics["agent_samples"] == len(agent) == 12
         for sample in agent:
             text = decode(sample.token_ids)
@@ -277,8 +171,8 @@ def test_agent_z_scores_per_group_and_no_hinted_play_is_trained(blend_run) -> No
 
 def test_designer_advantages_are_centred_per_skill_and_regen_and_scaled(blend_run) -> None:
     _, summary, trainer = blend_run
-    assert _by_role(trainer, 0, "designer") == []  # the window is still open at iteration 1
-    designer = _by_role(trainer, 1, "designer")
+    assert by_role(trainer, 0, "designer") == []  # the window is still open at iteration 1
+    designer = by_role(trainer, 1, "designer")
     assert summary["iterations"][1]["designer_samples"] == 4
     # pending samples keep the attempt order: ALPHA, GAMMA, invalid, DELTA
     assert [s.advantage for s in designer] == pytest.approx([6.0, -1.2, -6.0, 1.2])
@@ -295,7 +189,7 @@ def test_the_reward_function_named_in_the_config_is_the_one_used(tmp_path: Path)
     summary, trainer = run(tmp_path / "run", designer_reward="regret")
     got = dict(rows(tmp_path / "run", "SELECT env_id, reward FROM designer_rewards"))
     assert got == {env_id_of(ALPHA): 0.5, env_id_of(GAMMA): 0.0, env_id_of(DELTA): 0.5}
-    designer = _by_role(trainer, 1, "designer")
+    designer = by_role(trainer, 1, "designer")
     assert [s.advantage for s in designer] == pytest.approx([4.5, -1.5, -4.5, 1.5])
     assert summary["iterations"][1]["designer_reward"] == pytest.approx((0.5 + 0 - 1 + 0.5) / 4)
 
@@ -378,13 +272,13 @@ def test_iteration_metrics(blend_run) -> None:
             (m["seconds"] - m["model_seconds"] - m["env_seconds"]) / m["seconds"]
         )
         # ... and they are the sums of the per-phase seconds, which the iteration holds
-        t = _phases(m)
+        t = phase_seconds(m)
         assert t["iteration_s"] == m["seconds"]
         assert m["model_seconds"] == pytest.approx(
             t["designer_sample_s"] + t["agent_sample_s"] + t["update_s"]
         )
         assert m["env_seconds"] == pytest.approx(t["validate_s"] + t["env_s"])
-    assert _phases(second)["designer_sample_s"] == _phases(second)["validate_s"] == 0.0
+    assert phase_seconds(second)["designer_sample_s"] == phase_seconds(second)["validate_s"] == 0.0
     assert first["loss"]["shared"] == {"loss": 12.0}  # FakeTrainer: the number of samples
     assert second["loss"]["shared"] == {"loss": 16.0}  # 12 Agent + 4 Designer
     # the summary adds each phase up over the iterations
@@ -413,503 +307,6 @@ def test_the_active_set_is_new_designs_then_a_seeded_sample(tmp_path: Path) -> N
     assert played == [(1, 3, 12), (2, 2, 0), (3, 2, 0)]
 
 
-def _document_part(user: str) -> str:
-    """The user prompt after its task line: the grounding document comes first."""
-    return user.split("\n\n", 1)[1][:300]
-
-
-def test_design_prompts_are_seeded_grounded_and_show_the_pool(tmp_path: Path) -> None:
-    # two regenerations (iterations 1 and 3) with grounding and the paper's full prompt
-    designer = Designer(PLAN)
-    run(tmp_path / "a", iterations=3, designer=designer, grounding=True, prompt_budget_chars=None)
-    first, second = designer.prompts[:4], designer.prompts[4:]
-    assert len(first) == len(second) == 4
-    # each regeneration draws its own documents (seeded by iteration): already the first pick
-    # differs (a seed shared by all iterations would repeat it)
-    assert _document_part(first[0][1]) != _document_part(second[0][1])
-    # regeneration 1 shows exemplars from the pool (same skill, win rate 0.5 in [0.15, 0.85])
-    assert not any("class AlphaEnv" in u or "class DeltaEnv" in u for _, u in first)
-    assert any("class AlphaEnv" in u for _, u in second[::2])  # S1's prompts
-    assert any("class GammaEnv" in u or "class DeltaEnv" in u for _, u in second[1::2])
-    # the same run again asks for exactly the same
-    again = Designer(PLAN)
-    run(tmp_path / "b", iterations=3, designer=again, grounding=True, prompt_budget_chars=None)
-    assert again.prompts == designer.prompts
-    # under the default 1500-character budget the document is cut to fit
-    capped = Designer(PLAN)
-    run(tmp_path / "c", iterations=1, designer=capped, grounding=True)
-    assert all(len(system) + len(user) <= 1500 for system, user in capped.prompts)
-    assert max(len(s) + len(u) for s, u in first) > 1500
-
-
-def test_separate_hint_mode_takes_the_hint_from_its_own_call(tmp_path: Path) -> None:
-    code_only = {S1: [f"```python\n{ALPHA}```"], S2: [f"```python\n{DELTA}```", "no code"]}
-    designer = Designer(code_only, hint="Look at the first line.")
-    run(tmp_path / "run", plan=code_only, iterations=1, designer=designer, separate_hint=True)
-    hints = rows(tmp_path / "run", "SELECT env_id, hint FROM programs ORDER BY env_id")
-    assert hints == sorted(
-        [
-            (env_id_of(ALPHA), "Look at the first line."),
-            (env_id_of(DELTA), "Look at the first line."),
-        ]
-    )
-    assert all("HINT:" not in user for _, user in designer.prompts)  # code-only format asked
-
-
-def test_a_mastered_design_is_shown_as_the_negative_example(tmp_path: Path) -> None:
-    # EASY shows the Agent an even seed every time: won 8 of 8 plain plays -> win rate 1 > 0.9,
-    # "too easy"; the next regeneration's S1 prompts name it as the environment not to repeat
-    easy = env("EasyEnv").replace("Seed {self.seed}.", "Seed {self.seed * 2}.")
-    plan = {S1: [designer_reply(easy, "Read the first line.")], S2: ["no code here"]}
-    designer = Designer(plan)
-    run(tmp_path / "run", plan=plan, iterations=3, designer=designer, prompt_budget_chars=None)
-    first, second = designer.prompts[:4], designer.prompts[4:]
-    negative = "Do not write another environment like this one, which was too easy"
-    assert not any(negative in user for _, user in first)
-    assert all(negative in user for _, user in second[::2])  # S1's two prompts
-    assert not any(negative in user for _, user in second[1::2])  # S2 has no such design
-
-
-def test_design_sampling_is_seeded_per_iteration(tmp_path: Path) -> None:
-    from spade.selfplay.loop import _seed
-
-    seeds: list[int | None] = []
-    policy = ScriptedPolicy(Designer(PLAN))
-    sample = policy.sample
-
-    def recording(prompts, params):
-        if "Environment Designer" in _system(prompts):
-            seeds.append(params.seed)
-        return sample(prompts, params)
-
-    policy.sample = recording  # type: ignore[method-assign]
-    trainer = loopkit.FakeTrainer()
-    cfg = loopkit.small_config(
-        tmp_path / "run",
-        iterations=1,
-        design=DesignConfig(envs_per_regen=2, regen_interval=2, skills=(S1, S2), active_skills=2),
-    )
-    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
-    assert seeds == [_seed(cfg, 1, "design-sample")]
-
-
-def test_the_design_request_follows_the_design_config(tmp_path: Path) -> None:
-    # every Designer call of the iteration: sampled with the config's max_tokens and
-    # temperature, asked for the config's difficulty word in its form (compact, not the
-    # request's default full contract), with one active skill only for the rotation's first
-    # skill; its sampling time is model time
-    calls: list[tuple[object, str, str]] = []
-    policy = ScriptedPolicy(Designer(PLAN))
-    sample = policy.sample
-
-    def recording(prompts, params):
-        system = _system(prompts)
-        if "Environment Designer" in system:
-            time.sleep(0.5)  # the Designer's sampling time must count as model time
-            for p in prompts:
-                messages = p.messages if hasattr(p, "messages") else p
-                calls.append((params, system, str(messages[-1]["content"])))
-        return sample(prompts, params)
-
-    policy.sample = recording  # type: ignore[method-assign]
-    trainer = loopkit.FakeTrainer()
-    design = DesignConfig(
-        envs_per_regen=2,
-        regen_interval=2,
-        skills=(S1, S2),
-        active_skills=1,
-        max_tokens=777,
-        temperature=0.55,
-        difficulty_word="fiendish",
-        form="compact",
-        grounding=False,
-    )
-    cfg = loopkit.small_config(tmp_path / "run", iterations=1, design=design)
-    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
-    assert len(calls) == 2
-    for params, system, user in calls:
-        assert (params.max_tokens, params.temperature) == (777, 0.55)  # type: ignore[attr-defined]
-        assert system.startswith(DESIGNER_ROLE_COMPACT) and "Example:" in system
-        assert f"Write a new fiendish environment that trains the skill: {S1}." in user
-    [metrics] = metrics_of(tmp_path / "run")
-    assert metrics["model_seconds"] >= 0.5  # the scripted Agent itself takes milliseconds
-
-
-def test_designs_come_every_regen_interval_from_the_first_iteration(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # regen_interval 3 over 4 iterations: regenerations at iterations 1 and 4 only
-    phases: list[str] = []
-    policy = ScriptedPolicy(Designer(PLAN))
-    trainer = loopkit.FakeTrainer()
-    design = DesignConfig(envs_per_regen=2, regen_interval=3, skills=(S1, S2), active_skills=2)
-    cfg = loopkit.small_config(tmp_path / "run", iterations=4, design=design)
-    from spade import train as train_module
-
-    class Bar:
-        def __init__(self, *args: object) -> None: ...
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc: object) -> None: ...
-        def phase(self, name: str) -> None:
-            phases.append(name)
-
-        def done(self, metrics: dict) -> None:
-            phases.append("|")
-
-    monkeypatch.setattr(train_module, "_Progress", Bar)
-    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
-    rows_ = metrics_of(tmp_path / "run")
-    assert [m["iteration"] for m in rows_] == [1, 2, 3, 4]
-    assert ["design_attempts" in m for m in rows_] == [True, False, False, True]
-    # the progress display names each phase of each iteration
-    assert "".join(p if p == "|" else p[0] for p in phases) == "dpu|pu|pu|dpu|"
-
-
-def test_timed_sampling_adds_up_over_calls() -> None:
-    from spade.selfplay.loop import _Timed
-
-    class Slow:
-        def sample(self, prompts, params):
-            time.sleep(0.05)
-            return []
-
-    clock = {"other": 1.0}
-    timed = _Timed(Slow(), clock, "model_s")  # type: ignore[arg-type]
-    for _ in range(3):
-        timed.sample([], None)  # type: ignore[arg-type]
-    assert clock["model_s"] >= 0.15 and clock["other"] == 1.0
-
-
-def test_time_totals_add_each_phase_up_and_keep_the_ones_a_caller_added() -> None:
-    from spade.selfplay.loop import time_totals
-
-    rows_ = [{"time/update_s": 1.0, "time/eval_s": 2.0, "seconds": 9.0}, {"time/update_s": 0.25}]
-    assert time_totals(rows_) == {
-        "designer_sample_s": 0.0,
-        "validate_s": 0.0,
-        "agent_sample_s": 0.0,
-        "env_s": 0.0,
-        "update_s": 1.25,
-        "iteration_s": 0.0,
-        "eval_s": 2.0,
-    }
-
-
-def test_phase_seeds_fit_in_31_bits() -> None:
-    from spade.selfplay.loop import _seed
-
-    cfg = loopkit.small_config(Path("unused"), iterations=1)
-    seeds = [_seed(cfg, it, phase) for it in range(50) for phase in ("design", "episodes")]
-    assert all(0 <= s < 2**31 for s in seeds) and max(seeds) > 2**30  # the whole range is used
-
-
-class SlowTrainer(loopkit.FakeTrainer):
-    def update(self, samples):
-        time.sleep(0.4)
-        return super().update(samples)
-
-
-def test_the_scale_floor_and_the_clock_reach_the_iteration(tmp_path: Path) -> None:
-    # the blend run's closing iteration scales Designer advantages by 6 (see blend_run); a
-    # floor of 20 lifts it to 20. Each iteration updates once (0.4 s) and the first also
-    # designs (0.5 s): both are model time, inside the iteration's own seconds.
-    policy = ScriptedPolicy(Designer(PLAN))
-    sample = policy.sample
-
-    def slow_design(prompts, params):
-        if "Environment Designer" in _system(prompts):
-            time.sleep(0.5)
-        return sample(prompts, params)
-
-    policy.sample = slow_design  # type: ignore[method-assign]
-    trainer = SlowTrainer()
-    design = DesignConfig(
-        envs_per_regen=4, regen_interval=2, skills=(S1, S2), active_skills=2, grounding=False
-    )
-    cfg = loopkit.small_config(
-        tmp_path / "run",
-        iterations=2,
-        design=dataclasses.replace(design, scale_floor=20.0),
-        play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
-        validator=ValidatorConfig(
-            probe_seeds=2,
-            solution_seeds=1,
-            near_duplicate_threshold=1.01,
-            copy_seeds=loopkit.NO_COPY,
-        ),
-    )
-    began = time.perf_counter()
-    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
-    wall = time.perf_counter() - began
-    first, second = metrics_of(tmp_path / "run")
-    assert second["designer_scale"] == 20.0
-    assert first["model_seconds"] >= 0.9 and second["model_seconds"] >= 0.4
-    assert first["seconds"] + second["seconds"] <= wall
-    # by phase: the update's 0.4 s in each iteration, the Designer's 0.5 s in the first only
-    assert _phases(first)["update_s"] >= 0.4 and _phases(second)["update_s"] >= 0.4
-    assert _phases(first)["designer_sample_s"] >= 0.5
-    assert _phases(second)["designer_sample_s"] == 0.0  # no design at iteration 2
-    assert _phases(first)["agent_sample_s"] < 0.4  # neither sleep is the Agent's
-
-
-def test_a_lone_failed_rollout_and_an_empty_band_count_as_they_are(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # the iteration's play keeps one rollout, failed in the sandbox: env_errors counts it once,
-    # mean_turns is its own turn count; a band table with no environments gives zero shares
-    from spade.envs.pool import Pool
-    from spade.selfplay import loop
-
-    real_play = loop.play
-    kept: list = []
-
-    async def one_failed(*args, **kwargs):
-        first = (await real_play(*args, **kwargs))[0]
-        kept.append(dataclasses.replace(first, error="environment crashed"))
-        return kept[-1:]
-
-    empty = {"frontier": 0, "mastered": 0, "out_of_reach": 0, "total": 0}
-    monkeypatch.setattr(loop, "play", one_failed)
-    monkeypatch.setattr(Pool, "record_bands", lambda self, it, window=None: dict(empty))
-    run(tmp_path / "run", iterations=1)
-    [metrics] = metrics_of(tmp_path / "run")
-    assert (metrics["episodes"], metrics["env_errors"]) == (1, 1)
-    assert metrics["mean_turns"] == len(kept[0].episode.turns) > 0
-    assert metrics["band_shares"] == {"frontier": 0.0, "mastered": 0.0, "out_of_reach": 0.0}
-
-
-def test_plays_are_seeded_per_iteration_and_sampled_as_configured(tmp_path: Path) -> None:
-    # iteration i plays seeds _seed(cfg, i, "episodes") + 0..n-1 (hinted plays on the same),
-    # and the Agent samples with the play config's max_tokens and temperature, seeded per
-    # iteration
-    from spade.selfplay.loop import _seed
-
-    agent_params: list = []
-    policy = ScriptedPolicy(Designer(PLAN))
-    sample = policy.sample
-
-    def recording(prompts, params):
-        system = _system(prompts)
-        if "Environment Designer" not in system and system != HINT_SYSTEM:
-            agent_params.append(params)
-        return sample(prompts, params)
-
-    policy.sample = recording  # type: ignore[method-assign]
-    trainer = loopkit.FakeTrainer()
-    design = DesignConfig(
-        envs_per_regen=4, regen_interval=2, skills=(S1, S2), active_skills=2, grounding=False
-    )
-    play = PlayConfig(plays_per_env=4, active_envs=3, max_turns=3, max_tokens=29, temperature=0.7)
-    cfg = loopkit.small_config(
-        tmp_path / "run",
-        iterations=2,
-        design=design,
-        play=play,
-        validator=ValidatorConfig(
-            probe_seeds=2,
-            solution_seeds=1,
-            near_duplicate_threshold=1.01,
-            copy_seeds=loopkit.NO_COPY,
-        ),
-    )
-    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
-    for it in (1, 2):
-        seeds = rows(tmp_path / "run", "SELECT DISTINCT seed FROM episodes WHERE iteration = ?", it)
-        base = _seed(cfg, it, "episodes")
-        assert sorted(s for (s,) in seeds) == [base + i for i in range(4)]
-    assert agent_params and {(p.max_tokens, p.temperature) for p in agent_params} == {(29, 0.7)}
-    seeds_used = {p.seed for p in agent_params}
-    assert seeds_used == {_seed(cfg, 1, "play-sample"), _seed(cfg, 2, "play-sample")}
-
-
-def test_time_is_split_between_sampling_and_environments(tmp_path: Path) -> None:
-    # the Designer's call sleeps 2 s and each Agent call 0.1 s: model time holds all of it;
-    # environment time is the rest of the design and play phases, never negative (it would be
-    # if play subtracted the Designer's sampling too)
-    agent_calls: list[int] = []
-    policy = ScriptedPolicy(Designer(PLAN))
-    sample = policy.sample
-
-    def slow(prompts, params):
-        system = _system(prompts)
-        if "Environment Designer" in system:
-            time.sleep(2.0)
-        elif system != HINT_SYSTEM:
-            agent_calls.append(len(prompts))
-            time.sleep(0.1)
-        return sample(prompts, params)
-
-    policy.sample = slow  # type: ignore[method-assign]
-    trainer = loopkit.FakeTrainer()
-    design = DesignConfig(
-        envs_per_regen=4, regen_interval=2, skills=(S1, S2), active_skills=2, grounding=False
-    )
-    cfg = loopkit.small_config(
-        tmp_path / "run",
-        iterations=1,
-        design=design,
-        play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
-        validator=ValidatorConfig(
-            probe_seeds=2,
-            solution_seeds=1,
-            near_duplicate_threshold=1.01,
-            copy_seeds=loopkit.NO_COPY,
-        ),
-    )
-    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
-    [m] = metrics_of(tmp_path / "run")
-    assert agent_calls and m["model_seconds"] >= 2.0 + 0.1 * len(agent_calls)
-    assert 0.0 <= m["env_seconds"] and m["model_seconds"] + m["env_seconds"] <= m["seconds"]
-    # by phase: each role's sleeps are its own sampling time, and the other's is not
-    t = _phases(m)
-    assert t["designer_sample_s"] >= 2.0 and t["agent_sample_s"] >= 0.1 * len(agent_calls)
-    assert t["agent_sample_s"] < 2.0 and t["designer_sample_s"] < 2.0 + 0.1 * len(agent_calls)
-    # and no second is counted twice: the phases fit in the iteration (the Designer's 2 s in
-    # validation too would overflow it)
-    assert sum(t[k] for k in TIME_PHASES if k != "iteration_s") <= t["iteration_s"]
-
-
-LONG_ENV = '''"""Say anything; the game ends at the tenth reply.
-
-skill: Magic Numbers
-hint: Keep going.
-difficulty: 1-3
-turns: multi
-"""
-
-import time
-
-
-class LongEnv:
-    def __init__(self, max_turns=20, difficulty=2, pause=0.0):
-        self.max_turns = max_turns
-        self.pause = pause
-
-    def reset(self, seed=None):
-        self.turn = 0
-        return "Start. " + "x" * 600, {}
-
-    def step(self, action):
-        time.sleep(self.pause)
-        self.turn += 1
-        return "Again. " + "x" * 600, float(self.turn == 10), self.turn == 10, False, {}
-
-    def solution(self):
-        return ["go"] * 10
-'''
-
-
-def _long_run(run_dir: Path, designer_sleep: float = 0.0, pause: float = 0.0, **settings: object):
-    """One iteration playing LONG_ENV (the pool's only environment; no design is valid)."""
-    from spade.envs.pool import Pool
-    from spade.types import Program, Verdict
-
-    run_dir.mkdir(parents=True)
-    program = Program.from_code(LONG_ENV.replace("pause=0.0", f"pause={pause}"), source="tests")
-    with Pool(run_dir / "pool.sqlite") as pool:
-        pool.add_program(program, Verdict(program.env_id, True), 0, {})
-
-    def reply(messages: Sequence[Message]) -> str:
-        if "Environment Designer" in str(messages[0].get("content", "")):
-            time.sleep(designer_sleep)
-            return "no code here"
-        return "go"
-
-    trainer = loopkit.FakeTrainer()
-    policy = ScriptedPolicy(reply)
-    cfg = loopkit.small_config(run_dir, iterations=1, **settings)
-    train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
-    turns = [t for (t,) in rows(run_dir, "SELECT turns FROM episodes")]
-    [m] = metrics_of(run_dir)
-    return turns, m
-
-
-def test_plays_stop_at_max_turns_and_at_the_context_limit(tmp_path: Path) -> None:
-    # LONG_ENV ends at the tenth reply; every observation is ~600 bytes, i.e. ~600 tokens of the
-    # scripted policy. With room for 100,000 tokens the play's max_turns (3) ends each episode;
-    # with the default 2,048 (minus the 32 tokens of a reply) the context ends them sooner than
-    # max_turns 8 does
-    wide = dataclasses.replace(loopkit.small_config(tmp_path).model, max_context_tokens=100_000)
-    turns, _ = _long_run(
-        tmp_path / "turns", play=PlayConfig(plays_per_env=2, active_envs=1, max_turns=3), model=wide
-    )
-    assert turns == [3, 3]
-    tokens = rows(tmp_path / "turns", "SELECT tokens FROM episodes")
-    assert tokens == [(6,), (6,)]  # the Agent's generated tokens: "go" (2 bytes) in each turn
-    turns, _ = _long_run(
-        tmp_path / "context", play=PlayConfig(plays_per_env=2, active_envs=1, max_turns=8)
-    )
-    assert len(turns) == 2 and len(set(turns)) == 1 and 1 <= turns[0] < 8
-
-
-def test_play_time_is_net_of_its_own_sampling_only(tmp_path: Path) -> None:
-    # the Designer's call sleeps 3 s, the one episode's one step 1 s in the sandbox: environment
-    # time is at least that second (it would lose the Designer's 3 s if the play phase took all
-    # of the iteration's model time as its own sampling)
-    turns, m = _long_run(
-        tmp_path / "run",
-        designer_sleep=3.0,
-        pause=1.0,
-        play=PlayConfig(plays_per_env=1, active_envs=1, max_turns=1),
-    )
-    assert turns == [1]
-    assert m["model_seconds"] >= 3.0 and m["env_seconds"] >= 1.0
-    # by phase: the step's second is play's environment time; the Designer's 3 s are its own
-    # sampling, not validation (nothing to validate: the reply holds no code) nor the Agent's
-    t = _phases(m)
-    assert t["env_s"] >= 1.0 and t["designer_sample_s"] >= 3.0
-    assert t["validate_s"] < 1.0 and t["agent_sample_s"] < 1.0
-
-
-def test_an_iteration_with_nothing_to_play_reports_no_time_and_no_plays(tmp_path: Path) -> None:
-    # every design fails and the pool holds no environment of these skills: iteration 2 (no
-    # regeneration) plays nothing and samples nothing, so the play phase finds the model clock
-    # not started (0.0) and its environment time is its own few microseconds, never negative
-    run(tmp_path / "run", plan={S1: ["no code here"], S2: ["no code here"]})
-    metrics = metrics_of(tmp_path / "run")
-    assert [m["iteration"] for m in metrics] == [1, 2]
-    assert rows(tmp_path / "run", "SELECT COUNT(*) FROM episodes") == [(0,)]
-    assert metrics[1]["model_seconds"] < 0.5 and 0.0 <= metrics[1]["env_seconds"] < 0.5
-
-
-def test_the_design_phases_environment_time_counts(tmp_path: Path) -> None:
-    # the one design's solution() sleeps 1 s; the design phase calls it at least once (the
-    # solution-leak gate's `windows.solutions`), the play phase never: the iteration's
-    # environment time holds that second, whichever phase adds to the clock last
-    slow = env("SlowEnv").replace(
-        "    def solution(self):\n", "    def solution(self):\n        time.sleep(1.0)\n"
-    )
-    slow = slow.replace('"""\n\n\nclass', '"""\n\nimport time\n\n\nclass', 1)
-    run(
-        tmp_path / "run",
-        plan={S1: [designer_reply(slow, "Read the first line.")]},
-        iterations=1,
-        active_envs=1,
-        envs_per_regen=1,
-        skills=(S1,),
-        active_skills=1,
-    )
-    [m] = metrics_of(tmp_path / "run")
-    assert m["valid_design_rate"] == 1.0 and m["env_seconds"] >= 1.0
-    # by phase: validation (which replays the solution) and the hint gate each wait at least
-    # one second; play never calls solution()
-    t = _phases(m)
-    assert t["validate_s"] >= 2.0 and t["env_s"] < t["validate_s"]
-
-
-def test_a_run_that_designs_nothing_samples_nothing_and_keeps_clean_clocks(tmp_path: Path) -> None:
-    # envs_per_regen 0 (the Agent alone, on whatever the pool holds: here nothing): the design
-    # phase makes no attempt, so the Designer never samples and the model clock is never
-    # started there; the iteration still closes, with no attempts and no negative time
-    run(tmp_path / "run", iterations=1, envs_per_regen=0)
-    [m] = metrics_of(tmp_path / "run")
-    assert m["design_attempts"] == 0 and m["valid_design_rate"] == 0.0
-    assert rows(tmp_path / "run", "SELECT COUNT(*) FROM episodes") == [(0,)]
-    assert m["model_seconds"] < 0.5 and 0.0 <= m["env_seconds"] < 0.5
-
-
 def test_a_scale_cap_of_one_leaves_the_designer_advantages_unscaled(tmp_path: Path) -> None:
     # the blend run's closing iteration scales by 6 (see blend_run); a cap of 1 (the tiny
     # recipe's, whose loss is normalised per role) trains the centred rewards as they are: the
@@ -934,7 +331,7 @@ def test_negative_weight_scales_only_the_agents_losses(tmp_path: Path, weight: f
     summary, trainer = run(tmp_path / "w", negative_weight=weight)
     baseline, base_trainer = run(tmp_path / "base")
     for update in range(2):
-        agent = sorted(s.advantage for s in _by_role(trainer, update, "agent"))
+        agent = sorted(s.advantage for s in by_role(trainer, update, "agent"))
         wins = [pytest.approx(1.0, abs=1e-7)] * 6
         assert agent == ([] if weight == 0 else [pytest.approx(-weight, abs=1e-7)] * 6) + wins
         assert summary["iterations"][update]["agent_samples"] == len(agent)
@@ -943,8 +340,8 @@ def test_negative_weight_scales_only_the_agents_losses(tmp_path: Path, weight: f
         ratio = summary["iterations"][update].get("designer_scale", 1.0) / baseline["iterations"][
             update
         ].get("designer_scale", 1.0)
-        designer = [s.advantage for s in _by_role(trainer, update, "designer")]
-        base = [s.advantage * ratio for s in _by_role(base_trainer, update, "designer")]
+        designer = [s.advantage for s in by_role(trainer, update, "designer")]
+        base = [s.advantage * ratio for s in by_role(base_trainer, update, "designer")]
         assert designer == pytest.approx(base)
     assert summary["iterations"][1]["designer_scale"] == (3.0 if weight == 0 else 6.0)
 
@@ -957,7 +354,7 @@ def test_plays_per_seed_groups_the_agents_advantages_by_seed(tmp_path: Path) -> 
     # with the plain one play by play.
     summary, trainer = run(tmp_path / "k2", plays_per_seed=2)
     assert [m["agent_samples"] for m in summary["iterations"]] == [0, 0]
-    assert all(not _by_role(trainer, u, "agent") for u in range(len(trainer.updates)))
+    assert all(not by_role(trainer, u, "agent") for u in range(len(trainer.updates)))
     with sqlite3.connect(tmp_path / "k2" / "pool.sqlite") as conn:
         rows = conn.execute(
             "SELECT env_id, iteration, hinted, seed, play FROM episodes ORDER BY 1, 2, 3, 4, 5"
