@@ -11,7 +11,6 @@ import pytest
 
 from spade.backends.base import Models, Prompt
 from spade.config import DesignConfig, PlayConfig
-from spade.envs.checks import ValidatorConfig
 from spade.envs.pool import Pool
 from spade.evals import before_after
 from spade.prompts import designer_reply
@@ -169,12 +168,7 @@ def _lp_config(run_dir: Path):
             grounding=False,
         ),
         play=PlayConfig(plays_per_env=4, active_envs=4, max_turns=3),
-        validator=ValidatorConfig(
-            probe_seeds=2,
-            solution_seeds=1,
-            near_duplicate_threshold=1.01,
-            copy_seeds=loopkit.NO_COPY,
-        ),
+        validator=loopkit.LOOSE_VALIDATOR,
     )
 
 

@@ -13,7 +13,6 @@ import pytest
 
 from spade.backends.base import Message, Models
 from spade.config import DesignConfig, PlayConfig
-from spade.envs.checks import ValidatorConfig
 from spade.prompts import HINT_SYSTEM, designer_reply
 from spade.selfplay.loop import TIME_PHASES
 from spade.train import train
@@ -99,12 +98,7 @@ def test_the_scale_floor_and_the_clock_reach_the_iteration(tmp_path: Path) -> No
         iterations=2,
         design=dataclasses.replace(design, scale_floor=20.0),
         play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
-        validator=ValidatorConfig(
-            probe_seeds=2,
-            solution_seeds=1,
-            near_duplicate_threshold=1.01,
-            copy_seeds=loopkit.NO_COPY,
-        ),
+        validator=loopkit.LOOSE_VALIDATOR,
     )
     began = time.perf_counter()
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
@@ -173,12 +167,7 @@ def test_plays_are_seeded_per_iteration_and_sampled_as_configured(tmp_path: Path
         iterations=2,
         design=design,
         play=play,
-        validator=ValidatorConfig(
-            probe_seeds=2,
-            solution_seeds=1,
-            near_duplicate_threshold=1.01,
-            copy_seeds=loopkit.NO_COPY,
-        ),
+        validator=loopkit.LOOSE_VALIDATOR,
     )
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
     for it in (1, 2):
@@ -217,12 +206,7 @@ def test_time_is_split_between_sampling_and_environments(tmp_path: Path) -> None
         iterations=1,
         design=design,
         play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
-        validator=ValidatorConfig(
-            probe_seeds=2,
-            solution_seeds=1,
-            near_duplicate_threshold=1.01,
-            copy_seeds=loopkit.NO_COPY,
-        ),
+        validator=loopkit.LOOSE_VALIDATOR,
     )
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
     [m] = metrics_of(tmp_path / "run")

@@ -33,6 +33,16 @@ NO_COPY = (0, 0)
 the number the question shows, which the copy probes (`answer_leak`) rightly reject; the loop's
 tests are about the loop (tests/envs/test_validate.py holds the validator to them)."""
 
+VALIDATOR = ValidatorConfig(
+    probe_seeds=1, solution_seeds=1, determinism_seeds=(3,), copy_seeds=NO_COPY
+)
+"""The validator of the loop tests: every check, on fewer seeds than a real run's (one probe
+seed, one solution seed, one seed replayed in the fresh interpreters; the copy probes off, see
+`NO_COPY`). Their environments ask for a random three-digit number, which no blind probe hits."""
+
+LOOSE_VALIDATOR = dataclasses.replace(VALIDATOR, near_duplicate_threshold=1.01)
+"""`VALIDATOR` that admits near-duplicates: the scripted designs differ only in a class name."""
+
 MAGIC_ENV = '''"""Answer with the number you are given.
 
 skill: Mathematical Reasoning
@@ -140,7 +150,7 @@ def small_config(run_dir: Path, iterations: int = 4, **overrides: object) -> Tra
         ),
         play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
         sandbox=SandboxConfig(warm_workers=2),
-        validator=ValidatorConfig(probe_seeds=2, solution_seeds=1, copy_seeds=NO_COPY),
+        validator=VALIDATOR,
     )
     return dataclasses.replace(cfg, **overrides)  # type: ignore[arg-type]
 

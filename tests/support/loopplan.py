@@ -15,7 +15,6 @@ from pathlib import Path
 
 from spade.backends.base import Message, Models
 from spade.config import DesignConfig, PlayConfig
-from spade.envs.checks import ValidatorConfig
 from spade.prompts import HINT_SYSTEM, designer_reply
 from spade.selfplay.loop import TIME_PHASES
 from spade.train import train
@@ -97,12 +96,7 @@ def run(
             plays_per_seed=plays_per_seed,
         ),
         # the three designs differ only in their class name: let them all in
-        validator=ValidatorConfig(
-            probe_seeds=2,
-            solution_seeds=1,
-            near_duplicate_threshold=1.01,
-            copy_seeds=loopkit.NO_COPY,
-        ),
+        validator=loopkit.LOOSE_VALIDATOR,
     )
     summary = train(
         cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print
