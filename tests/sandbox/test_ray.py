@@ -89,6 +89,7 @@ def _summary(verdicts: Sequence[Any]) -> list[tuple[bool, tuple[str, ...]]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # ~245 s alone on a 2-core AMD EPYC: the 300 s default is too close
 def test_bundled_environments_validate_identically_through_ray(cluster: Any) -> None:
     programs = bundled.seed_programs() + bundled.heldout_programs()
     cfg = SandboxConfig()
