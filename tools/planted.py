@@ -9,6 +9,7 @@ each is restored byte for byte afterwards, even on Ctrl-C.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -119,6 +120,8 @@ PLANTS = [
 
 
 def main() -> int:
+    # a kill (SIGTERM) still restores the planted file: `finally` runs on SystemExit
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     survived = 0
     for name, path, old, new, tests in PLANTS:
         file = ROOT / path
@@ -131,7 +134,9 @@ def main() -> int:
         try:
             file.write_text(text.replace(old, new))
             rc = subprocess.run(
-                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
+                # one process: under xdist `-x` ends the session as interrupted (rc 2), not failed
+                [sys.executable, "-m", "pytest", "-x", "-q", "-n", "0", "-p", "no:cacheprovider"]
+                + tests,
                 cwd=ROOT,
                 capture_output=True,
             ).returncode
