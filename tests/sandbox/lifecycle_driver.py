@@ -6,7 +6,9 @@ has written a line to its stdin (having checked that the processes are alive).""
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import json
+import signal
 import sys
 
 from spade.sandbox import Sandbox
@@ -45,4 +47,7 @@ async def main(mode: str) -> None:
 
 
 if __name__ == "__main__":
+    # SIGUSR1 prints every thread's stack to stderr: the test asks for it when the driver does
+    # not end in time, so a hang names where it waits
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     asyncio.run(main(sys.argv[1]))

@@ -180,7 +180,14 @@ def test_no_sandbox_process_outlives_spade(ending: str, tmp_path: Path) -> None:
             assert proc.stdout.readline().strip() == "waiting"
             time.sleep(0.2)
             proc.send_signal(getattr(signal, ending))
-        proc.wait(timeout=30)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)  # the driver's faulthandler: every thread's stack
+            time.sleep(2)
+            proc.kill()
+            _, stderr = proc.communicate()
+            pytest.fail(f"no end within 30 s after {ending}; the driver's threads:\n{stderr}")
     finally:
         if proc.poll() is None:
             proc.kill()
