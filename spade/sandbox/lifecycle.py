@@ -8,7 +8,9 @@ Standard library only (run inside the worker script, like isolation.py). The gua
 - no sandbox process outlives the `spade` process that started it, however that one ends: the
   zygote and strict workers get a parent-death signal before they do anything else (and exit at
   once if their parent is already gone); forked workers get one from the zygote; the zygote,
-  told of its parent's death, kills its workers and removes the scratch root from /tmp.
+  told of its parent's death, kills its workers and removes the scratch root from /tmp;
+- a Ctrl-C reaches the supervisor's event loop whichever thread the kernel hands it to
+  (`wake_loop_on_signals`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,11 @@ import shutil
 import signal
 import sys
 import tempfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable
 
 # Standalone (no import of isolation.py), so trusted code can import it as spade.sandbox.lifecycle.
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -73,3 +80,52 @@ def remove_scratch_root(path: str) -> None:
     if sys.platform == "linux" and os.path.ismount(path):
         _libc.umount2(path.encode(), ctypes.c_int(MNT_DETACH))
     shutil.rmtree(path, ignore_errors=True)
+
+
+def wake_loop_on_signals(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
+    """Make a signal that any thread receives wake `loop`; the returned call undoes it.
+
+    `asyncio.run` handles Ctrl-C with a plain signal handler and no wakeup fd. When the kernel
+    hands SIGINT to an idle executor thread (the sandbox runs blocking waits in one), the handler
+    runs only once the main thread's select() returns, which an idle loop may not do for an hour:
+    a Ctrl-C seemed ignored. With a wakeup fd the signal writes a byte the loop is reading, the
+    loop wakes and the handler runs. Nothing is done off the main thread, or where a wakeup fd
+    is already set (`loop.add_signal_handler` sets one)."""
+    import contextlib  # here: the workers import this module and need none of these
+    import socket
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    reader, writer = socket.socketpair()
+    for sock in (reader, writer):
+        sock.setblocking(False)
+    try:
+        previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    except ValueError:  # not the main thread of the main interpreter
+        previous = writer.fileno() + 1
+    if previous != -1:  # someone else's wakeup fd: leave it
+        with contextlib.suppress(ValueError):
+            signal.set_wakeup_fd(previous)
+        reader.close()
+        writer.close()
+        return lambda: None
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):
+            while reader.recv(4096):
+                pass
+
+    loop.add_reader(reader.fileno(), drain)
+
+    def undo() -> None:
+        with contextlib.suppress(ValueError):
+            current = signal.set_wakeup_fd(-1)
+            if current != writer.fileno():  # set by someone after us: theirs stays
+                signal.set_wakeup_fd(current)
+        with contextlib.suppress(RuntimeError, ValueError):
+            loop.remove_reader(reader.fileno())
+        reader.close()
+        writer.close()
+
+    return undo

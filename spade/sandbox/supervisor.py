@@ -45,9 +45,11 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from spade.sandbox import lifecycle
 from spade.sandbox.contract import SandboxConfig, SandboxError
 from spade.sandbox.session import Session
 
@@ -139,6 +141,7 @@ class Sandbox:
         self._idle: list[Session] = []
         self._refill: asyncio.Future[None] | None = None
         self._spawn_gate = asyncio.Semaphore(SPAWNS_IN_FLIGHT)
+        self._unwake: Callable[[], None] | None = None
 
     def _worker_config(
         self, scratch_root: str, preload: tuple[str, ...] | None = None
@@ -180,6 +183,7 @@ class Sandbox:
         if sys.platform != "linux":
             raise RuntimeError("the spade sandbox needs Linux (pidfd, namespaces, seccomp)")
         loop = asyncio.get_running_loop()
+        self._unwake = lifecycle.wake_loop_on_signals(loop)  # a Ctrl-C wakes an idle loop
         self._scratch_root = tempfile.mkdtemp(prefix="spade-sandbox-")
         os.chmod(self._scratch_root, 0o711)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -421,6 +425,9 @@ class Sandbox:
         if self._scratch_root is not None:
             shutil.rmtree(self._scratch_root, ignore_errors=True)
             self._scratch_root = None
+        if self._unwake is not None:
+            self._unwake()
+            self._unwake = None
         failed = [r for r in results if isinstance(r, BaseException)]
         if failed:  # after the zygote and the scratch root are gone
             raise failed[0]

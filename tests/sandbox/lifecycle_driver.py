@@ -1,6 +1,7 @@
 """Start a Sandbox with live workers, print their pids, then end as told (run by
 test_lifecycle.py): `exit` (leave the `async with` normally), `exception` (raise inside it),
-`wait` (sleep until a signal: SIGINT, SIGTERM or SIGKILL from the test). It ends after the test
+`wait` (sleep until a signal: SIGINT, SIGTERM or SIGKILL from the test), `thread-sigint` (send
+itself SIGINT through its idle executor thread, then sleep). It ends after the test
 has written a line to its stdin (having checked that the processes are alive)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import faulthandler
 import json
 import signal
 import sys
+import threading
 
 from spade.sandbox import Sandbox
 
@@ -43,6 +45,13 @@ async def main(mode: str) -> None:
             raise RuntimeError("the caller failed")
         if mode == "wait":
             print("waiting", flush=True)  # the test signals only once the stdin thread is done
+            await asyncio.sleep(3600)
+        if mode == "thread-sigint":
+            # a Ctrl-C the kernel hands to the idle executor thread (the one that read stdin),
+            # not to the main thread: it must still end the program, not wait for the sleep
+            idle = next(t for t in threading.enumerate() if t is not threading.main_thread())
+            assert idle.ident is not None
+            signal.pthread_kill(idle.ident, signal.SIGINT)
             await asyncio.sleep(3600)
 
 
