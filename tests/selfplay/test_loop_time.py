@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from spade.backends.base import Message, Models
-from spade.config import DesignConfig, PlayConfig
+from spade.config import PlayConfig
 from spade.prompts import HINT_SYSTEM, designer_reply
 from spade.selfplay.loop import TIME_PHASES
 from spade.train import train
@@ -25,6 +25,7 @@ from tests.support.loopplan import (
     env,
     metrics_of,
     phase_seconds,
+    plan_config,
     rows,
     run,
     system_of,
@@ -90,16 +91,7 @@ def test_the_scale_floor_and_the_clock_reach_the_iteration(tmp_path: Path) -> No
 
     policy.sample = slow_design  # type: ignore[method-assign]
     trainer = SlowTrainer()
-    design = DesignConfig(
-        envs_per_regen=4, regen_interval=2, skills=(S1, S2), active_skills=2, grounding=False
-    )
-    cfg = loopkit.small_config(
-        tmp_path / "run",
-        iterations=2,
-        design=dataclasses.replace(design, scale_floor=20.0),
-        play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
-        validator=loopkit.LOOSE_VALIDATOR,
-    )
+    cfg = plan_config(tmp_path / "run", iterations=2, scale_floor=20.0)
     began = time.perf_counter()
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
     wall = time.perf_counter() - began
@@ -158,16 +150,9 @@ def test_plays_are_seeded_per_iteration_and_sampled_as_configured(tmp_path: Path
 
     policy.sample = recording  # type: ignore[method-assign]
     trainer = loopkit.FakeTrainer()
-    design = DesignConfig(
-        envs_per_regen=4, regen_interval=2, skills=(S1, S2), active_skills=2, grounding=False
-    )
-    play = PlayConfig(plays_per_env=4, active_envs=3, max_turns=3, max_tokens=29, temperature=0.7)
-    cfg = loopkit.small_config(
-        tmp_path / "run",
-        iterations=2,
-        design=design,
-        play=play,
-        validator=loopkit.LOOSE_VALIDATOR,
+    cfg = plan_config(tmp_path / "run", iterations=2)
+    cfg = dataclasses.replace(
+        cfg, play=dataclasses.replace(cfg.play, max_tokens=29, temperature=0.7)
     )
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
     for it in (1, 2):
@@ -198,16 +183,7 @@ def test_time_is_split_between_sampling_and_environments(tmp_path: Path) -> None
 
     policy.sample = slow  # type: ignore[method-assign]
     trainer = loopkit.FakeTrainer()
-    design = DesignConfig(
-        envs_per_regen=4, regen_interval=2, skills=(S1, S2), active_skills=2, grounding=False
-    )
-    cfg = loopkit.small_config(
-        tmp_path / "run",
-        iterations=1,
-        design=design,
-        play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
-        validator=loopkit.LOOSE_VALIDATOR,
-    )
+    cfg = plan_config(tmp_path / "run", iterations=1)
     train(cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print)
     [m] = metrics_of(tmp_path / "run")
     assert agent_calls and m["model_seconds"] >= 2.0 + 0.1 * len(agent_calls)

@@ -12,9 +12,10 @@ import random
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from spade.backends.base import Message, Models
-from spade.config import DesignConfig, PlayConfig
+from spade.config import DesignConfig, PlayConfig, TrainConfig
 from spade.prompts import HINT_SYSTEM, designer_reply
 from spade.selfplay.loop import TIME_PHASES
 from spade.train import train
@@ -61,20 +62,18 @@ class Designer:
         return replies[(self.count[skill] - 1) % len(replies)]
 
 
-def run(
+def plan_config(
     run_dir: Path,
-    plan: dict[str, list[str]] = PLAN,
     iterations: int = 2,
     designer_reward: str = "blend",
     active_envs: int = 3,
-    designer: Designer | None = None,
     negative_weight: float = 1.0,
     plays_per_seed: int = 1,
     **design: object,
-) -> tuple[dict, loopkit.FakeTrainer]:
-    policy = ScriptedPolicy(designer or Designer(plan))
-    trainer = loopkit.FakeTrainer()
-    cfg = loopkit.small_config(
+) -> TrainConfig:
+    """The plan's training config: S1 and S2 designed four at a time every two iterations,
+    four plays per environment; `design` overrides `DesignConfig` fields."""
+    return loopkit.small_config(
         run_dir,
         iterations=iterations,
         designer_reward=designer_reward,
@@ -98,8 +97,22 @@ def run(
         # the three designs differ only in their class name: let them all in
         validator=loopkit.LOOSE_VALIDATOR,
     )
+
+
+def run(
+    run_dir: Path,
+    plan: dict[str, list[str]] = PLAN,
+    designer: Designer | None = None,
+    **settings: Any,
+) -> tuple[dict, loopkit.FakeTrainer]:
+    """One training of `plan_config(run_dir, **settings)` with the scripted Designer and Agent."""
+    policy = ScriptedPolicy(designer or Designer(plan))
+    trainer = loopkit.FakeTrainer()
     summary = train(
-        cfg, models=Models(policy, trainer, policy, trainer), progress_bars=False, show=print
+        plan_config(run_dir, **settings),
+        models=Models(policy, trainer, policy, trainer),
+        progress_bars=False,
+        show=print,
     )
     return summary, trainer
 
