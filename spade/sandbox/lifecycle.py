@@ -91,21 +91,18 @@ def wake_loop_on_signals(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
     a Ctrl-C seemed ignored. With a wakeup fd the signal writes a byte the loop is reading, the
     loop wakes and the handler runs. Nothing is done off the main thread, or where a wakeup fd
     is already set (`loop.add_signal_handler` sets one)."""
-    import contextlib  # here: the workers import this module and need none of these
+    import contextlib  # here: the workers import this module and need neither
     import socket
-    import threading
 
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
     reader, writer = socket.socketpair()
     for sock in (reader, writer):
         sock.setblocking(False)
     try:
         previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
     except ValueError:  # not the main thread of the main interpreter
-        previous = writer.fileno() + 1
-    if previous != -1:  # someone else's wakeup fd: leave it
-        with contextlib.suppress(ValueError):
+        previous = None
+    if previous != -1:  # off the main thread, or someone else's wakeup fd: leave it as it was
+        if previous is not None:
             signal.set_wakeup_fd(previous)
         reader.close()
         writer.close()
