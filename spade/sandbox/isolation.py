@@ -16,10 +16,12 @@ Layers (SANDBOX.md, "Design that follows"):
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
 import os
+import re
 import resource
 import signal
 
@@ -152,6 +154,35 @@ def cgroup_parents(tag: str) -> dict[str, str]:
             except OSError:
                 pass
     return made
+
+
+def sweep_stale_groups() -> int:
+    """Remove the groups of sandbox processes that are gone (`spade/z<pid>`, `spade/s<pid>` and
+    their children, or `spade-z<pid>` on v2), such as a zygote killed with SIGKILL leaves; the
+    number of top-level groups removed. Only empty groups can be removed, and a pid that is in
+    use (even reused) keeps its group."""
+    tops = [(os.path.join(CGROUP_V1, ctl, "spade"), r"[sz](\d+)") for ctl in ("pids", "memory")]
+    root = _cgroup_v2_root()
+    if root is not None:
+        tops.append((root, r"spade-[sz](\d+)"))
+    removed = 0
+    for top, pattern in tops:
+        try:
+            entries = os.listdir(top)
+        except OSError:
+            continue
+        for entry in entries:
+            match = re.fullmatch(pattern, entry)
+            if match is None or os.path.exists(f"/proc/{match.group(1)}"):
+                continue
+            group = os.path.join(top, entry)
+            with contextlib.suppress(OSError):
+                for child in os.scandir(group):
+                    if child.is_dir():
+                        os.rmdir(child.path)
+                os.rmdir(group)
+                removed += 1
+    return removed
 
 
 def join_cgroup(parents: dict[str, str], name: str, pids_max: int, memory_bytes: int) -> str | None:
@@ -402,15 +433,18 @@ def drop_privileges(uid: int = NOBODY, gid: int = NOBODY) -> str | None:
     return None
 
 
-def remove_cgroup_tree(tag: str, name: str) -> None:
-    """Remove a strict-mode worker's groups (`cgroup_parents(tag)` + `join_cgroup(.., name)`)."""
+def remove_cgroup_tree(tag: str, name: str) -> bool:
+    """Remove a strict-mode worker's groups (`cgroup_parents(tag)` + `join_cgroup(.., name)`);
+    False while the kernel still holds one (EBUSY for a moment after the exit): call again."""
     parents = [os.path.join(CGROUP_V1, ctl, "spade", tag) for ctl in ("pids", "memory")]
     root = _cgroup_v2_root()
     if root is not None:
         parents.append(os.path.join(root, f"spade-{tag}"))
+    gone = True
     for parent in parents:
         for path in (os.path.join(parent, name), parent):
             try:
                 os.rmdir(path)
-            except OSError:
-                pass
+            except OSError as exc:
+                gone = gone and exc.errno != errno.EBUSY
+    return gone

@@ -8,7 +8,9 @@ Standard library only (run inside the worker script, like isolation.py). The gua
 - no sandbox process outlives the `spade` process that started it, however that one ends: the
   zygote and strict workers get a parent-death signal before they do anything else (and exit at
   once if their parent is already gone); forked workers get one from the zygote; the zygote,
-  told of its parent's death, kills its workers and removes the scratch root from /tmp;
+  told of its parent's death, kills its workers and removes the scratch root from /tmp; what
+  a sandbox killed with SIGKILL leaves (its scratch root here, its cgroups in isolation.py) the
+  next sandbox removes;
 - a Ctrl-C reaches the supervisor's event loop whichever thread the kernel hands it to
   (`wake_loop_on_signals`).
 """
@@ -71,6 +73,9 @@ class ParentDied(BaseException):
 
 
 def raise_on_parent_death(signum: int, frame: object) -> None:
+    """The zygote's SIGTERM handler. It raises once: later SIGTERMs are ignored, so a cleanup
+    interrupted by the one ParentDied can be run again to its end."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise ParentDied()
 
 
@@ -80,6 +85,28 @@ def remove_scratch_root(path: str) -> None:
     if sys.platform == "linux" and os.path.ismount(path):
         _libc.umount2(path.encode(), ctypes.c_int(MNT_DETACH))
     shutil.rmtree(path, ignore_errors=True)
+
+
+SCRATCH_PREFIX = "spade-sandbox-"
+"""A sandbox's scratch root is `<tmp>/spade-sandbox-<pid of the spade process>-<random>`."""
+
+
+def sweep_scratch_roots(tmp: str) -> int:
+    """Remove the scratch roots in `tmp` whose `spade` process is gone and whose zygote could
+    not remove them (both killed with SIGKILL, as `ray.kill` does); the number removed. A pid in
+    use, even by another program, keeps its root."""
+    removed = 0
+    try:
+        entries = os.listdir(tmp)
+    except OSError:
+        return 0
+    for entry in entries:
+        owner = entry[len(SCRATCH_PREFIX) :].split("-", 1)[0]
+        if entry.startswith(SCRATCH_PREFIX) and owner.isdigit():
+            if not os.path.exists(f"/proc/{owner}"):
+                shutil.rmtree(os.path.join(tmp, entry), ignore_errors=True)
+                removed += 1
+    return removed
 
 
 def wake_loop_on_signals(loop: asyncio.AbstractEventLoop) -> Callable[[], None]:

@@ -335,7 +335,13 @@ class Session:
             os.close(self.pidfd)
             self.pidfd = -1
         if self._proc is not None:
-            isolation.remove_cgroup_tree(f"s{self._proc.pid}", "s")
+            # the kernel can hold an exited worker's groups for a moment (EBUSY); leaving them
+            # would leave two empty cgroups on the host per strict session
+            deadline = time.monotonic() + 2.0
+            while not isolation.remove_cgroup_tree(f"s{self._proc.pid}", "s"):
+                if time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.01)
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
         self.sandbox._sessions.discard(self)

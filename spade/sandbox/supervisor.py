@@ -184,7 +184,9 @@ class Sandbox:
             raise RuntimeError("the spade sandbox needs Linux (pidfd, namespaces, seccomp)")
         loop = asyncio.get_running_loop()
         self._unwake = lifecycle.wake_loop_on_signals(loop)  # a Ctrl-C wakes an idle loop
-        self._scratch_root = tempfile.mkdtemp(prefix="spade-sandbox-")
+        # named after this process, so a later sandbox can tell a root whose owner is gone
+        lifecycle.sweep_scratch_roots(tempfile.gettempdir())
+        self._scratch_root = tempfile.mkdtemp(prefix=f"{lifecycle.SCRATCH_PREFIX}{os.getpid()}-")
         os.chmod(self._scratch_root, 0o711)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cfg = json.dumps(self._worker_config(self._scratch_root))

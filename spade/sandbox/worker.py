@@ -256,13 +256,20 @@ def zygote_main(ctrl_fd: int, cfg: dict) -> None:
     except lifecycle.ParentDied:
         pass
     finally:
-        if os.getpid() != zygote:  # a forked worker got here: it must not clean up the zygote's
-            exit_now(70)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        names = [name for _own, name in children.values()]
-        names += [name for name, _status, _by in exiting.values()] + sorted(leftover)
-        _shutdown(children, names, cg_parents, cfg)
-        lifecycle.remove_scratch_root(cfg["scratch_root"])
+        # A dead supervisor both closes the control socket and sends the parent-death SIGTERM:
+        # when the socket's end came first, ParentDied can land here, during the cleanup. The
+        # handler raises at most once, so the next try runs to the end (every step idempotent).
+        while True:
+            try:
+                if os.getpid() != zygote:  # a forked worker got here: not its cleanup to do
+                    exit_now(70)
+                names = [name for _own, name in children.values()]
+                names += [name for name, _status, _by in exiting.values()] + sorted(leftover)
+                _shutdown(children, names, cg_parents, cfg)
+                lifecycle.remove_scratch_root(cfg["scratch_root"])
+                break
+            except lifecycle.ParentDied:
+                continue
 
 
 def _zygote(
@@ -299,10 +306,17 @@ def _zygote(
             req = json.loads(msg)
             counter += 1
             name = f"w{counter}"
-            pid = os.fork()
-            if pid == 0:  # never returns
-                _run_worker(cfg, name, fds, cg_parents, seccomp_lib, zygote_pid, exit_now)
-            _spawned(ctrl, sel, children, pid, name, req, fds)
+            # no ParentDied between the fork and the child's entry in `children`: the cleanup
+            # would miss a worker it does not know (it would outlive the zygote's cleanup and
+            # leave its cgroup behind); a SIGTERM that comes meanwhile is raised after
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+            try:
+                pid = os.fork()
+                if pid == 0:  # never returns
+                    _run_worker(cfg, name, fds, cg_parents, seccomp_lib, zygote_pid, exit_now)
+                _spawned(ctrl, sel, children, pid, name, req, fds)
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _start_zygote(ctrl: socket.socket, cfg: dict, cg_parents: dict) -> object:
@@ -317,6 +331,7 @@ def _start_zygote(ctrl: socket.socket, cfg: dict, cg_parents: dict) -> object:
         zygote_layers["private_tmpfs"] = "not root: cannot mount a private tmpfs"
     _private_home(cfg)
     _preload(cfg)
+    isolation.sweep_stale_groups()  # left by sandboxes killed before they could clean up
     cg_parents.update(isolation.cgroup_parents(f"z{os.getpid()}"))
     seccomp_lib = isolation.load_libseccomp()
     ctrl.send(json.dumps({"op": "ready", "pid": os.getpid(), "layers": zygote_layers}).encode())
@@ -366,6 +381,7 @@ def _run_worker(
     try:
         try:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # blocked for the fork
             if not lifecycle.guard_parent(zygote_pid):
                 code = 71
             else:
