@@ -140,12 +140,17 @@ def serve(layers: dict, max_frame: int) -> None:
 # --- isolation of one child -------------------------------------------------------------------
 
 
-def _place_fds(fds: list[int], targets: list[int]) -> None:
-    """dup2 fds onto targets without clobbering, then close everything else above them."""
+def _place_fds(fds: list[int], targets: list[int], keep: tuple[int, ...]) -> None:
+    """dup2 fds onto targets without clobbering, then close everything else above them but the
+    `keep` descriptors (each at 10 or above)."""
     high = [os.dup(fd) if fd >= 10 else _dup_high(fd) for fd in fds]
     for fd, target in zip(high, targets):
         os.dup2(fd, target, inheritable=False)
-    os.closerange(max(targets) + 1, os.sysconf("SC_OPEN_MAX"))
+    start = max(targets) + 1
+    for fd in sorted(keep):
+        os.closerange(start, fd)
+        start = fd + 1
+    os.closerange(start, os.sysconf("SC_OPEN_MAX"))
 
 
 def _dup_high(fd: int) -> int:
@@ -154,7 +159,17 @@ def _dup_high(fd: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
 
 
-def isolate(cfg: dict, name: str, fds: list[int], cg_parents: dict, seccomp_lib: object) -> dict:
+class Prepared:
+    """What a sandbox process prepares once, as root, before it isolates: libseccomp, and the
+    import paths pinned to descriptors (`_pin_import_paths`; none when not root). The zygote
+    prepares them for all its children, which inherit both across the fork."""
+
+    def __init__(self, root: bool) -> None:
+        self.seccomp_lib = isolation.load_libseccomp()
+        self.pinned_fds = _pin_import_paths() if root else ()
+
+
+def isolate(cfg: dict, name: str, fds: list[int], cg_parents: dict, prepared: Prepared) -> dict:
     """Apply every per-process layer; returns {layer: None if active else reason}."""
     layers: dict[str, str | None] = {}
     root = os.geteuid() == 0
@@ -171,24 +186,22 @@ def isolate(cfg: dict, name: str, fds: list[int], cg_parents: dict, seccomp_lib:
         layers["scratch_quota"] = "not root: cannot mount a per-worker tmpfs"
     devnull = os.open("/dev/null", os.O_RDWR)
     # fds = [req, rep, out]; targets: 0 stdin, 1 stdout, 2 stderr, 3 requests, 4 replies
-    _place_fds([devnull, fds[2], fds[2], fds[0], fds[1]], [0, 1, 2, 3, 4])
+    _place_fds([devnull, fds[2], fds[2], fds[0], fds[1]], [0, 1, 2, 3, 4], prepared.pinned_fds)
     os.chdir(scratch)
     lifecycle.use_home(scratch)
     isolation.set_rlimits(cfg["memory_bytes"], cfg["cpu_seconds"], cfg["file_bytes"], cfg["nofile"])
     isolation.prctl(isolation.PR_SET_NO_NEW_PRIVS, 1)
     layers["landlock"] = isolation.apply_landlock(cfg["read_paths"], [scratch, "/dev/null"])
-    if root:
-        _pin_import_paths()
     layers["unprivileged_uid"] = isolation.drop_privileges(cfg["uid"], cfg["uid"])
     if layers["unprivileged_uid"] is None:
         isolation.set_nproc_limit(cfg["nproc"])
     layers["rlimits"] = None
-    layers["seccomp"] = isolation.apply_seccomp(seccomp_lib)  # type: ignore[arg-type]
+    layers["seccomp"] = isolation.apply_seccomp(prepared.seccomp_lib)  # type: ignore[arg-type]
     return layers
 
 
-def _pin_import_paths() -> None:
-    """Keep the standard library importable after the uid drop.
+def _pin_import_paths() -> tuple[int, ...]:
+    """Keep the standard library importable after the uid drop; returns the descriptors.
 
     The interpreter may live where the sandbox uid cannot traverse (pyenv under /root, mode 0700;
     SANDBOX.md lesson 8). An O_PATH descriptor opened now, as root, still resolves through
@@ -197,11 +210,19 @@ def _pin_import_paths() -> None:
     before (by the zygote's preload) keep their own search paths and file names: those are
     rewritten too, so their lazily imported submodules (`importlib.resources`, `json.tool`,
     `encodings.unicode_escape`) and their package data are found the same way.
+
+    The zygote does it once for all its children (forked, they inherit the descriptors at the
+    same numbers, 10 or above, and the rewritten modules): done in each child, the rewrite of
+    every preloaded module cost about half of a session's start (docs/sandbox.md).
     """
+    import fcntl
+
     pinned: dict[str, str] = {}
     for path in sys.path:
         if os.path.isdir(path) and path not in pinned:
-            fd = os.open(path, os.O_PATH | os.O_DIRECTORY)  # inheritable: not needed, kept open
+            low = os.open(path, os.O_PATH | os.O_DIRECTORY)
+            fd = fcntl.fcntl(low, fcntl.F_DUPFD_CLOEXEC, 10)  # clear of a child's fds 0-4
+            os.close(low)
             pinned[path] = f"/proc/self/fd/{fd}"
     roots = sorted(pinned, key=len, reverse=True)  # the most specific directory first
 
@@ -230,6 +251,7 @@ def _pin_import_paths() -> None:
                 except (AttributeError, TypeError):
                     pass
     sys.path_importer_cache.clear()
+    return tuple(int(p.rsplit("/", 1)[1]) for p in pinned.values())
 
 
 # --- zygote ---------------------------------------------------------------------------------
@@ -284,7 +306,7 @@ def _zygote(
     `children`, `exiting`, `leftover` and `cg_parents` are filled in place: the caller cleans
     them up however this ends."""
     ctrl = socket.socket(fileno=ctrl_fd)
-    seccomp_lib = _start_zygote(ctrl, cfg, cg_parents)
+    prepared = _start_zygote(ctrl, cfg, cg_parents)
     sel = selectors.DefaultSelector()
     sel.register(ctrl, selectors.EVENT_READ, None)
     zygote_pid = os.getpid()
@@ -313,16 +335,16 @@ def _zygote(
             try:
                 pid = os.fork()
                 if pid == 0:  # never returns
-                    _run_worker(cfg, name, fds, cg_parents, seccomp_lib, zygote_pid, exit_now)
+                    _run_worker(cfg, name, fds, cg_parents, prepared, zygote_pid, exit_now)
                 _spawned(ctrl, sel, children, pid, name, req, fds)
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
-def _start_zygote(ctrl: socket.socket, cfg: dict, cg_parents: dict) -> object:
+def _start_zygote(ctrl: socket.socket, cfg: dict, cg_parents: dict) -> Prepared:
     """Unshare the namespaces (as root), preload, make the cgroup parents, then tell the
-    supervisor the zygote is ready and which of its layers it lacks. Returns libseccomp (or
-    None), loaded once for every worker."""
+    supervisor the zygote is ready and which of its layers it lacks. Returns what every worker
+    inherits prepared."""
     zygote_layers: dict[str, str | None] = {}
     if os.geteuid() == 0:  # before the preload: caches it writes land in the private tmpfs
         zygote_layers.update(isolation.unshare_namespaces(cfg["scratch_root"], cfg["tmpfs_bytes"]))
@@ -333,9 +355,9 @@ def _start_zygote(ctrl: socket.socket, cfg: dict, cg_parents: dict) -> object:
     _preload(cfg)
     isolation.sweep_stale_groups()  # left by sandboxes killed before they could clean up
     cg_parents.update(isolation.cgroup_parents(f"z{os.getpid()}"))
-    seccomp_lib = isolation.load_libseccomp()
+    prepared = Prepared(root=os.geteuid() == 0)
     ctrl.send(json.dumps({"op": "ready", "pid": os.getpid(), "layers": zygote_layers}).encode())
-    return seccomp_lib
+    return prepared
 
 
 def _report_exits(
@@ -369,7 +391,7 @@ def _run_worker(
     name: str,
     fds: list[int],
     cg_parents: dict,
-    seccomp_lib: object,
+    prepared: Prepared,
     zygote_pid: int,
     exit_now: Callable[[int], NoReturn],
 ) -> NoReturn:
@@ -386,7 +408,7 @@ def _run_worker(
                 code = 71
             else:
                 os.setsid()
-                layers = isolate(cfg, name, fds, cg_parents, seccomp_lib)
+                layers = isolate(cfg, name, fds, cg_parents, prepared)
                 serve(layers, cfg["max_frame"])
                 code = 0
         except BaseException:  # noqa: BLE001
@@ -498,7 +520,7 @@ def single_main(req_fd: int, rep_fd: int, out_fd: int, cfg: dict) -> None:
     cg_parents = isolation.cgroup_parents(f"s{os.getpid()}")
     try:
         layers.update(
-            isolate(cfg, "s", [req_fd, rep_fd, out_fd], cg_parents, isolation.load_libseccomp())
+            isolate(cfg, "s", [req_fd, rep_fd, out_fd], cg_parents, Prepared(os.geteuid() == 0))
         )
         serve(layers, cfg["max_frame"])
     finally:
