@@ -25,6 +25,7 @@ default `prompts_format()`), and the whole data builder can be replaced (`bootst
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from spade.backends.base import Message, Role
 from spade.types import COMPACT, FULL, GAME, Form
-from spade.warmstart.replay import replay_many, replay_solutions
+from spade.warmstart.replay import replay_many
 
 if TYPE_CHECKING:
     from spade.templates import Rendered
@@ -185,8 +186,20 @@ def seed_examples(
         ]
         for p in programs
     ]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        replays = list(pool.map(replay_solutions, [p.code for p in programs], jobs))
+    # one child process per core, each playing its share of the programs (dealt round-robin,
+    # so the few slow seeds spread out); a child per program spent more starting than playing
+    children = max(1, min(len(programs), os.cpu_count() or 1))
+    shares = [list(range(i, len(programs), children)) for i in range(children)]
+    with ThreadPoolExecutor(max_workers=children) as pool:
+        played = list(
+            pool.map(
+                lambda share: replay_many([(programs[i].code, jobs[i]) for i in share]), shares
+            )
+        )
+    replays: list[list[dict[str, Any]]] = [[] for _ in programs]
+    for share, episodes in zip(shares, played):
+        for i, runs in zip(share, episodes):
+            replays[i] = runs
     examples: list[Example] = []
     for program, episodes in zip(programs, replays):
         for level in program.difficulty_levels() or (2,):

@@ -1,7 +1,7 @@
 """Replays of trusted programs' `solution()`, the warm start's Agent turns (spade.warmstart.data).
 
-    (episode,) = replay_solutions(code, [(2, 0)])   # one run at difficulty 2, seed 0
-    episode["turns"]                                 # [[observation, reply], ...]; "won", "tools"
+    [(episode,)] = replay_many([(code, [(2, 0)])])   # one program, one run: difficulty 2, seed 0
+    episode["turns"]                                   # [[observation, reply], ...]; "won", "tools"
 
 The programs (templates rendered by the package and the bundled seeds) are trusted, so each call
 runs its programs in one plain child process of this interpreter, not in the sandbox: the child
@@ -57,7 +57,7 @@ results = []
 for code, runs in job["programs"]:
     try:
         results.append(play(code, runs))
-    except Exception:
+    except (Exception, SystemExit):  # this program gives nothing, the others still play
         results.append([])
 json.dump(results, sys.stdout)
 """
@@ -90,13 +90,3 @@ def replay_many(
     if done.returncode != 0:
         return [[] for _ in programs]
     return list(json.loads(done.stdout))
-
-
-def replay_solutions(
-    code: str, runs: Sequence[tuple[int, int]], max_turns: int = 25, timeout_s: float = 120.0
-) -> list[dict[str, Any]]:
-    """Play a trusted seed's `solution()` for each (difficulty, seed) in one child process.
-
-    Returns [] if the program fails or hangs: a broken seed must not stop the warm start.
-    """
-    return replay_many([(code, runs)], max_turns, timeout_s)[0]

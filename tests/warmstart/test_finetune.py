@@ -11,7 +11,7 @@ pytest.importorskip("torch")
 from spade.backends import SamplingParams
 from spade.warmstart.data import PLAIN_FORMAT, Example, prompts_format, with_default_difficulty
 from spade.warmstart.finetune import bootstrap
-from spade.warmstart.replay import replay_many, replay_solutions
+from spade.warmstart.replay import replay_many
 from spade.warmstart.sequences import training_sequences
 
 EXAMPLES = [
@@ -193,9 +193,13 @@ def test_replaying_a_solution_records_observations_and_replies():
         "    def solution(self):\n"
         "        return ['\\\\boxed{+1}'] * self.target\n"
     )
-    (episode,) = replay_solutions(code, [(2, 0)])
+    # a broken program (even one that exits its process) is skipped, not the ones around it
+    exits = "raise SystemExit(3)"
+    [(episode,), broken, (again,)] = replay_many(
+        [(code, [(2, 0)]), (exits, [(1, 0)]), (code, [(2, 0)])]
+    )
     assert episode["won"] and [t[0] for t in episode["turns"]] == ["count to 3", "at 1", "at 2"]
-    assert replay_solutions("raise SystemExit(3)", [(1, 0)]) == []  # a broken seed is skipped
+    assert broken == [] and again == episode
 
 
 def test_replaying_many_programs_skips_only_the_broken_one():
