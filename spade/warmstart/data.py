@@ -197,9 +197,9 @@ def seed_examples(
             )
         )
     replays: list[list[dict[str, Any]]] = [[] for _ in programs]
-    for share, episodes in zip(shares, played):
-        for i, runs in zip(share, episodes):
-            replays[i] = runs
+    for share, results in zip(shares, played):
+        for i, result in zip(share, results):
+            replays[i] = result
     examples: list[Example] = []
     for program, episodes in zip(programs, replays):
         for level in program.difficulty_levels() or (2,):
