@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterator
 
 import pytest
 
 pytest.importorskip("bfcl_eval")
 
-from suitekit import returns, solution_of, solutions
+from suitekit import SuiteSandbox
 
 from spade.cli.main import main
 from spade.envs.episode import replay, run_episode
@@ -21,6 +22,14 @@ from spade.sandbox import Sandbox
 CONFIG = suite_sandbox_config("bfcl")
 
 
+@pytest.fixture(scope="module")
+def box() -> Iterator[SuiteSandbox]:
+    """One sandbox with the suite's package preloaded, for every test of this module."""
+    shared = SuiteSandbox(CONFIG)
+    yield shared
+    shared.close()
+
+
 def _call(name: str, **args: object) -> str:
     return "<tool_call>" + json.dumps({"name": name, "arguments": args}) + "</tool_call>"
 
@@ -29,14 +38,14 @@ def _call(name: str, **args: object) -> str:
     "categories",
     ["simple_python,multiple,parallel,irrelevance", "live_simple,live_multiple,parallel_multiple"],
 )
-def test_ground_truth_calls_win(categories: str) -> None:
+def test_ground_truth_calls_win(categories: str, box: SuiteSandbox) -> None:
     programs = suite_programs(f"bfcl:{categories}", limit=8)
-    result = solutions(programs, CONFIG)
+    result = box.solutions(programs)
     assert result.errors == 0
     assert result.overall.wins == result.overall.episodes == 8 * len(categories.split(","))
 
 
-def test_single_turn_replies_that_are_not_the_call_lose() -> None:
+def test_single_turn_replies_that_are_not_the_call_lose(box: SuiteSandbox) -> None:
     # simple_python_0: calculate_triangle_area(base=10, height=5), unit optional
     (program,) = suite_programs("bfcl:simple_python", limit=1)
     good = _call("calculate_triangle_area", base=10, height=5)
@@ -51,20 +60,20 @@ def test_single_turn_replies_that_are_not_the_call_lose() -> None:
         [good],
         [_call("calculate_triangle_area", base=10, height=5, unit="units")],
     ]
-    assert returns(program, episodes, CONFIG, max_turns=1) == [0, 0, 0, 0, 0, 0, 0, 1, 1]
+    assert box.returns(program, episodes, max_turns=1) == [0, 0, 0, 0, 0, 0, 0, 1, 1]
     (irrelevant,) = suite_programs("bfcl:irrelevance", limit=1)
-    tool = json.loads(solution_of(program, CONFIG).split("<tool_call>")[1].split("</")[0])
+    tool = json.loads(box.solution_of(program).split("<tool_call>")[1].split("</")[0])
     replies = [["No tool fits."], [_call(tool["name"], **tool["arguments"])], [""]]
-    assert returns(irrelevant, replies, CONFIG, max_turns=1) == [1, 0, 1]
+    assert box.returns(irrelevant, replies, max_turns=1) == [1, 0, 1]
 
 
-def test_multi_turn_ground_truth_wins_and_other_play_loses() -> None:
+def test_multi_turn_ground_truth_wins_and_other_play_loses(box: SuiteSandbox) -> None:
     programs = suite_programs("bfcl:multi_turn_base,multi_turn_miss_param", limit=5)
-    result = solutions(programs, CONFIG, max_turns=100)
+    result = box.solutions(programs, max_turns=100)
     assert (result.overall.wins, result.overall.episodes, result.errors) == (10, 10, 0)
 
     program = programs[0]  # multi_turn_base_0: 4 user turns in a file system
-    truth = solution_of(program, CONFIG)
+    truth = box.solution_of(program)
     assert len(truth) == 8 and truth[1::2] == ["Done."] * 4
     injected = _call("cd", folder="document'); __import__('os').system('true'); ('")
     episodes = [
@@ -75,7 +84,7 @@ def test_multi_turn_ground_truth_wins_and_other_play_loses() -> None:
         [_call("rm_rf_everything", path="/") + "\n" + truth[0], *truth[1:]],  # unknown tool
         truth,
     ]
-    got = returns(program, episodes, CONFIG, max_turns=100)
+    got = box.returns(program, episodes, max_turns=100)
     assert got[:3] == [0.0, 0.0, 0.0] and got[5] == 1.0
     assert got[3] == 1.0  # the injected folder name is just a folder that does not exist
     assert got[4] == 1.0  # an unknown tool is reported, not executed, and changes nothing
@@ -98,11 +107,11 @@ def test_a_reused_session_starts_each_episode_from_the_initial_state() -> None:
     assert asyncio.run(run()) == [1.0, 1.0]
 
 
-def test_multi_turn_episodes_are_capped_by_the_environment() -> None:
+def test_multi_turn_episodes_are_capped_by_the_environment(box: SuiteSandbox) -> None:
     (program,) = suite_programs("bfcl:multi_turn_base", limit=1)
     ls = _call("ls")
     # 4 user turns x 5 = 20 replies: a model that only ever calls tools is cut off there
-    assert returns(program, [[ls] * 40], CONFIG, max_turns=100) == [0.0]
+    assert box.returns(program, [[ls] * 40], max_turns=100) == [0.0]
 
 
 def test_schemas_and_refusals() -> None:

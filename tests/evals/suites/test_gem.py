@@ -3,27 +3,39 @@ and GEM's shaped rewards never count as a win."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 pytest.importorskip("gem")
 
-from suitekit import returns, solutions
+from suitekit import SuiteSandbox
 
 from spade.evals.suites import suite_programs, suite_sandbox_config
 from spade.evals.suites.gem import EXCLUDED, GAMES
 
 CONFIG = suite_sandbox_config("gem")
+
+
+@pytest.fixture(scope="module")
+def box() -> Iterator[SuiteSandbox]:
+    """One sandbox with the suite's package preloaded, for every test of this module."""
+    shared = SuiteSandbox(CONFIG)
+    yield shared
+    shared.close()
+
+
 SOLVABLE = "GuessTheNumber,Mastermind,Sudoku,TowerofHanoi"
 
 
 @pytest.mark.parametrize("level", [1, 2])
-def test_known_answers_win(level: int) -> None:
-    result = solutions(suite_programs(f"gem:{SOLVABLE}", limit=3, level=level), CONFIG, 100)
+def test_known_answers_win(level: int, box: SuiteSandbox) -> None:
+    result = box.solutions(suite_programs(f"gem:{SOLVABLE}", limit=3, level=level), 100)
     assert (result.overall.wins, result.overall.episodes, result.errors) == (12, 12, 0)
 
 
 @pytest.mark.slow
-def test_other_play_loses_in_every_game_without_errors() -> None:
+def test_other_play_loses_in_every_game_without_errors(box: SuiteSandbox) -> None:
     junk = [
         "\\boxed{1}",
         "\\boxed{A B}",
@@ -33,7 +45,7 @@ def test_other_play_loses_in_every_game_without_errors() -> None:
         "\\boxed{1 1 1}",
     ]
     for program in suite_programs("gem", limit=1):
-        got = returns(program, [junk * 3, [""], ["\\boxed{left}"] * 40], CONFIG, max_turns=100)
+        got = box.returns(program, [junk * 3, [""], ["\\boxed{left}"] * 40], max_turns=100)
         assert got == [0.0, 0.0, 0.0], program.source
 
 

