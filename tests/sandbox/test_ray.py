@@ -113,12 +113,17 @@ def test_hostile_verdicts_are_the_same_through_ray(cluster: Any) -> None:
         if p.stem != "output_flood"
     ]
     cfg = FAST
-    local = _summary(_verdicts(programs, Sandbox, cfg))
+    local_verdicts = _verdicts(programs, Sandbox, cfg)
     # one host: signal_parent reports its parent's pid, which differs between two hosts, so its
     # determinism check fails where replays land on both (rightly: it depends on placement)
-    remote = _summary(_verdicts(programs, lambda c: RaySandbox(c, hosts=1), cfg))
-    differ = [(p.source, a, b) for p, a, b in zip(programs, local, remote) if a != b]
-    assert not differ
+    remote_verdicts = _verdicts(programs, lambda c: RaySandbox(c, hosts=1), cfg)
+    local, remote = _summary(local_verdicts), _summary(remote_verdicts)
+    differ = [
+        (p.source, [str(f) for f in a.failures], [str(f) for f in b.failures])
+        for p, a, b, x, y in zip(programs, local_verdicts, remote_verdicts, local, remote)
+        if x != y
+    ]
+    assert not differ, differ  # (program, local failures, failures through Ray)
     assert sum(admitted for admitted, _ in remote) < len(programs) // 2
 
 
