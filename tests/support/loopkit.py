@@ -24,6 +24,7 @@ from spade.envs.checks import ValidatorConfig
 from spade.prompts import designer_reply
 from spade.sandbox import SandboxConfig
 from spade.types import GAME_SKILLS, Verdict
+from tests.support.preload import LIGHT_PRELOAD
 from tests.support.scripted import (
     ScriptedPolicy,  # tests/ is on sys.path (pytest, or run as a script)
 )
@@ -149,7 +150,7 @@ def small_config(run_dir: Path, iterations: int = 4, **overrides: object) -> Tra
             prompt_budget_chars=1500,
         ),
         play=PlayConfig(plays_per_env=4, active_envs=3, max_turns=3),
-        sandbox=SandboxConfig(warm_workers=2),
+        sandbox=SandboxConfig(warm_workers=2, preload=LIGHT_PRELOAD),
         validator=VALIDATOR,
     )
     return dataclasses.replace(cfg, **overrides)  # type: ignore[arg-type]
