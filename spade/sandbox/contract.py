@@ -32,7 +32,9 @@ class SandboxConfig:
     call_timeout_s: float = 5.0
     """Deadline of one reset, step, tool call or solution() call."""
     load_timeout_s: float = 10.0
-    """Deadline for starting the worker, executing the file and constructing the environment."""
+    """Deadline for executing the file and constructing the environment, timed from when the
+    worker is ready; starting the worker (a fresh interpreter in strict mode) has a deadline of
+    the same length of its own."""
     episode_timeout_s: float = 120.0
     """Time a session's environment may spend in calls, all calls together (the time a model
     takes between calls does not count)."""

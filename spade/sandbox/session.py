@@ -217,9 +217,30 @@ class Session:
             )
         return reply.get("value")
 
+    async def _started(self) -> None:
+        """Wait for the worker's hello (it has started and isolated itself), within its own
+        `load_timeout_s`. The program's load is timed from there: a fresh interpreter's start
+        (strict mode: Python, the preload, the layers; ~0.2 s, seconds on a busy machine) is
+        not the program's, and counted in its deadline it failed a program that loads in 1 s
+        under a 3 s deadline."""
+        if self._hello.done():
+            self._hello.result()  # a worker that died before its hello: raise why
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(self._hello), self.config.load_timeout_s)
+        except asyncio.TimeoutError:
+            limit = f"{self.config.load_timeout_s:g} s deadline"
+            self._fail("timeout", f"worker start exceeded the {limit}")
+            raise SandboxError("timeout", f"worker start exceeded the {limit}") from None
+        except SandboxError as exc:
+            if exc.kind == "crashed":
+                raise SandboxError("crashed", f"start: {await self._death_reason()}") from None
+            raise
+
     # -- the API ----------------------------------------------------------------------------
 
     async def _load(self, code: str, max_turns: int, kwargs: dict[str, Any], filename: str) -> None:
+        await self._started()
         request = {
             "op": "load",
             "code": code,

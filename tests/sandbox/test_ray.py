@@ -89,6 +89,7 @@ def _summary(verdicts: Sequence[Any]) -> list[tuple[bool, tuple[str, ...]]]:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # beside a second pytest worker, once past its timeout (session 16)
 @pytest.mark.timeout(600)  # ~245 s alone on a 2-core AMD EPYC: the 300 s default is too close
 def test_bundled_environments_validate_identically_through_ray(cluster: Any) -> None:
     programs = bundled.seed_programs() + bundled.heldout_programs()
@@ -104,6 +105,7 @@ def test_bundled_environments_validate_identically_through_ray(cluster: Any) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # FAST's 1 s and 3 s deadlines, local against Ray: any load spike differs
 def test_hostile_verdicts_are_the_same_through_ray(cluster: Any) -> None:
     # output_flood is left out: it writes 100 MB in one step, and whether that fits a step's
     # deadline depends on the machine's load, locally as through Ray (test_hostile checks it)

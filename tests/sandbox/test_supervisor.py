@@ -1,11 +1,17 @@
 """What a fresh (strict) interpreter imports before isolation: the standard library and numpy
-always, other preloaded packages only for a program that imports them."""
+always, other preloaded packages only for a program that imports them; and that its start does
+not count in the program's load deadline."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import time
+from pathlib import Path
 
-from spade.sandbox import Sandbox, SandboxConfig
+import pytest
+
+from spade.sandbox import Sandbox, SandboxConfig, supervisor
 from spade.sandbox.supervisor import strict_preload
 
 REPORT = """{imports}
@@ -46,3 +52,58 @@ def test_a_fresh_interpreter_imports_math_verify_only_for_a_program_that_does() 
     assert asyncio.run(modules(plain, strict=True)) == "numpy,json"
     assert asyncio.run(modules(importing, strict=True)) == "numpy,json,math_verify"
     assert asyncio.run(modules(plain, strict=False)) == "numpy,json,math_verify"  # the zygote's
+
+
+SLOW_START = """import time
+
+time.sleep(1.5)  # a slow preloaded package: the worker's start, not the program's
+"""
+
+SLOW_LOAD = """import time
+
+import spade_slowstart  # preloaded (in a fresh interpreter: because this program imports it)
+
+_END = time.monotonic() + 1.5
+while time.monotonic() < _END:  # the program's own load: 1.5 s of module-level work
+    pass
+
+
+class SlowLoadEnv:
+    def reset(self, seed=None):
+        return "ready", {}
+
+    def step(self, action):
+        return "done", 1.0, True, False, {}
+"""
+
+
+def test_the_load_deadline_counts_the_programs_load_not_the_workers_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh interpreter that takes 1.5 s to start (a slow preloaded package) and a program
+    that takes 1.5 s to load, under a 2.5 s load deadline: each fits, together they do not.
+    With the start inside the program's deadline, a busy machine failed programs that load in
+    1 s under 3 s (a determinism replay of slow_import.py through Ray, session 17)."""
+    package = tmp_path / "pkgs" / "spade_slowstart"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(SLOW_START)
+    os.chmod(tmp_path, 0o755)
+    extra = str(package.parent)
+    original, original_read = supervisor._sys_path, supervisor._read_paths
+    monkeypatch.setattr(supervisor, "_sys_path", lambda: [*original(), extra])
+    monkeypatch.setattr(supervisor, "_read_paths", lambda: [*original_read(), extra])
+    config = SandboxConfig(
+        warm_workers=0, load_timeout_s=2.5, preload=(*SandboxConfig().preload, "spade_slowstart")
+    )
+
+    async def load_strict() -> tuple[str, float]:
+        async with Sandbox(config) as sandbox:
+            started = time.monotonic()
+            session = await sandbox.open(SLOW_LOAD, strict=True)
+            took = time.monotonic() - started
+            obs, _ = await session.reset(0)
+            await session.close()
+            return obs, took
+
+    obs, took = asyncio.run(load_strict())
+    assert obs == "ready" and took >= 3.0  # both waits happened, neither ran past 2.5 s
