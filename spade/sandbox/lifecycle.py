@@ -88,24 +88,39 @@ def remove_scratch_root(path: str) -> None:
 
 
 SCRATCH_PREFIX = "spade-sandbox-"
-"""A sandbox's scratch root is `<tmp>/spade-sandbox-<pid of the spade process>-<random>`."""
+
+
+def scratch_prefix() -> str:
+    """The name a sandbox's scratch root starts with: `spade-sandbox-<pid namespace>-<pid>-`, the
+    pid of the `spade` process and the inode of its pid namespace (containers sharing one /tmp
+    see different pids: a root from another namespace is never taken for a dead one)."""
+    return f"{SCRATCH_PREFIX}{_pid_namespace()}-{os.getpid()}-"
+
+
+def _pid_namespace() -> int:
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def sweep_scratch_roots(tmp: str) -> int:
     """Remove the scratch roots in `tmp` whose `spade` process is gone and whose zygote could
-    not remove them (both killed with SIGKILL, as `ray.kill` does); the number removed. A pid in
-    use, even by another program, keeps its root."""
+    not remove them (both killed with SIGKILL, as `ray.kill` does); the number removed. Only
+    roots of this pid namespace; a pid in use, even by another program, keeps its root."""
     removed = 0
     try:
         entries = os.listdir(tmp)
     except OSError:
         return 0
+    namespace = str(_pid_namespace())
     for entry in entries:
-        owner = entry[len(SCRATCH_PREFIX) :].split("-", 1)[0]
-        if entry.startswith(SCRATCH_PREFIX) and owner.isdigit():
-            if not os.path.exists(f"/proc/{owner}"):
-                shutil.rmtree(os.path.join(tmp, entry), ignore_errors=True)
-                removed += 1
+        parts = entry[len(SCRATCH_PREFIX) :].split("-")
+        if not entry.startswith(SCRATCH_PREFIX) or len(parts) < 3 or parts[0] != namespace:
+            continue
+        if parts[1].isdigit() and not os.path.exists(f"/proc/{parts[1]}"):
+            shutil.rmtree(os.path.join(tmp, entry), ignore_errors=True)
+            removed += 1
     return removed
 
 

@@ -186,7 +186,7 @@ class Sandbox:
         self._unwake = lifecycle.wake_loop_on_signals(loop)  # a Ctrl-C wakes an idle loop
         # named after this process, so a later sandbox can tell a root whose owner is gone
         lifecycle.sweep_scratch_roots(tempfile.gettempdir())
-        self._scratch_root = tempfile.mkdtemp(prefix=f"{lifecycle.SCRATCH_PREFIX}{os.getpid()}-")
+        self._scratch_root = tempfile.mkdtemp(prefix=lifecycle.scratch_prefix())
         os.chmod(self._scratch_root, 0o711)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cfg = json.dumps(self._worker_config(self._scratch_root))

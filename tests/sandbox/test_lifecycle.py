@@ -222,9 +222,13 @@ def test_a_new_sandbox_removes_what_dead_sandboxes_left(
     processes that are gone, and only those."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gone = _gone_pid()
-    dead_root = tmp_path / f"spade-sandbox-{gone}-abc"
-    live_root = tmp_path / f"spade-sandbox-{os.getpid()}-def"  # in use, whatever it is
-    for root in (dead_root, live_root):
+    ns = os.stat("/proc/self/ns/pid").st_ino
+    dead_root = tmp_path / f"spade-sandbox-{ns}-{gone}-abc"
+    kept = [
+        tmp_path / f"spade-sandbox-{ns}-{os.getpid()}-def",  # in use, whatever it is
+        tmp_path / f"spade-sandbox-{ns + 1}-{gone}-ghi",  # another pid namespace's: not ours
+    ]
+    for root in (dead_root, *kept):
         (root / "w1").mkdir(parents=True)
     spade = [Path("/sys/fs/cgroup") / ctl / "spade" for ctl in ("pids", "memory")]
     cgroups = os.access("/sys/fs/cgroup/pids", os.W_OK)
@@ -241,8 +245,8 @@ def test_a_new_sandbox_removes_what_dead_sandboxes_left(
                 return sandbox._scratch_root
 
         ours = asyncio.run(start_and_close())
-        assert ours is not None and Path(ours).name.startswith(f"spade-sandbox-{os.getpid()}-")
-        assert sorted(p.name for p in tmp_path.iterdir()) == [live_root.name]
+        assert ours is not None and Path(ours).name.startswith(f"spade-sandbox-{ns}-{os.getpid()}-")
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in kept)
         assert [g for g in dead if g.exists()] == []
         assert all((g / "w1").is_dir() for g in alive)
     finally:
