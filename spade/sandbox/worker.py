@@ -21,6 +21,7 @@ it names below.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -478,12 +479,23 @@ supervisor kills a zygote that has not exited after 10 s)."""
 def _shutdown(children: dict, names: list[str], cg_parents: dict, cfg: dict) -> None:
     """Kill every live worker, then remove the groups and scratch folders of `names` (live,
     reaped and left over) and the zygote's own groups, retrying while the kernel holds them."""
-    for pid in list(children):
-        try:
+    # What the groups hold is the truth, not this process's tables: a worker this zygote does
+    # not know (never entered in them) is killed too, and its group removed, or the parent stays.
+    pids = set(children)
+    for parent in cg_parents.values():
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(parent):
+                if entry.is_dir():
+                    names = [*names, entry.name]
+                    with open(os.path.join(entry.path, "cgroup.procs")) as f:
+                        pids.update(int(line) for line in f if line.strip())
+    for pid in pids:  # all killed first, then reaped: they die in parallel
+        with contextlib.suppress(OSError):
             os.kill(pid, 9)
+    for pid in pids:
+        with contextlib.suppress(OSError):  # ECHILD: not ours, or already reaped
             os.waitpid(pid, 0)
-        except OSError:
-            pass
+    names = sorted(set(names))
     deadline = time.monotonic() + SHUTDOWN_GRACE_S
     parents = list(cg_parents.values())
     while True:
