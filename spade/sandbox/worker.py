@@ -13,7 +13,7 @@ pid-reuse race, and later reports how it exited. A child isolates itself (see is
 then serves requests: one JSON frame in on fd 3, one JSON frame out on fd 4, stdout and stderr
 go to a capture pipe. Nothing here is trusted by the supervisor: it re-validates every reply.
 
-It stays one file of about 540 lines on purpose: everything a sandbox process runs outside the
+It stays one file of about 550 lines on purpose: everything a sandbox process runs outside the
 environment runtime (the fork server, a child's isolation, its request loop, strict mode) is
 audited in one place, and the script the supervisor starts imports no sibling but the four
 it names below.

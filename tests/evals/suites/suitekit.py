@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
+
+import pytest
 
 from spade.envs.episode import replay, run_episode
 from spade.evals.winrate import EvalResult, evaluate_solutions
@@ -70,3 +72,16 @@ class SuiteSandbox:
                 return await session.solution()
 
         return self._call(run())
+
+
+def module_sandbox(config: SandboxConfig) -> Any:
+    """A module fixture: one `SuiteSandbox(config)` for every test of the module that assigns
+    it (`box = module_sandbox(CONFIG)`; the tests take `box`)."""
+
+    @pytest.fixture(scope="module")
+    def box() -> Iterator[SuiteSandbox]:
+        shared = SuiteSandbox(config)
+        yield shared
+        shared.close()
+
+    return box

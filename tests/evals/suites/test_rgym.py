@@ -4,13 +4,13 @@ by the suite's own scorer; known answers win, empty, wrong and partly right ones
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
 pytest.importorskip("reasoning_gym")
 
-from suitekit import SuiteSandbox
+from suitekit import SuiteSandbox, module_sandbox
 
 from spade.cli.main import main
 from spade.evals.suites import parse_suite, suite_programs, suite_sandbox_config
@@ -19,13 +19,7 @@ from spade.types import Program
 
 CONFIG = suite_sandbox_config("reasoning-gym")
 
-
-@pytest.fixture(scope="module")
-def box() -> Iterator[SuiteSandbox]:
-    """One sandbox with the suite's package preloaded, for every test of this module."""
-    shared = SuiteSandbox(CONFIG)
-    yield shared
-    shared.close()
+box = module_sandbox(CONFIG)  # one sandbox, the suite's package preloaded, per module
 
 
 SUBSETS = "basic_arithmetic,chain_sum,letter_counting,number_sorting,word_sorting,gcd"
