@@ -48,7 +48,8 @@ def run_seed(seed: int, out: Path, extra: list[str]) -> float:
 def _interval(row: dict[str, Any]) -> str:
     return (
         f"{row['before']:.1%} -> {row['after']:.1%} ({100 * row['difference']:+.1f} "
-        f"[{100 * row['low']:+.1f}, {100 * row['high']:+.1f}])"
+        f"[{100 * row['low']:+.1f}, {100 * row['high']:+.1f}]; {row['items']} items, "
+        f"+{row['improved']} -{row['worsened']})"
     )
 
 
@@ -86,8 +87,8 @@ def row_of(seed: int, out: Path) -> list[str]:
 HEAD = [
     "seed",
     "minutes",
-    "near (210), paired 95% CI",
-    "far (152), paired 95% CI",
+    "near, paired 95% CI (items, gained and lost)",
+    "far, paired 95% CI",
     "far parts",
     "valid designs per round",
     "regret of new designs (mean over rounds)",

@@ -237,9 +237,9 @@ class TrainConfig:
     `eval_subset` items of the near set at `eval_temperature`, before the checkpoint; the win
     rate is that iteration's `near_subset_win_rate` in metrics.jsonl (`spade report` plots it
     beside `plain_win_rate`). 0 = off; off with `heldout_eval` off."""
-    eval_subset: int = 63
-    """Items of the learning curve's near subset (taken round-robin over the families: 63 is the
-    first three of each of the 21)."""
+    eval_subset: int = 84
+    """Items of the learning curve's near subset (taken round-robin over the families: 84 is the
+    first three of each of the 28)."""
     eval_difficulty: int | None = 1
     """Constructor `difficulty=` of the held-out environments; None: each one's default. The small
     recipe evaluates at 1 (easy): at their default the warm-started 135M model wins almost

@@ -1,8 +1,8 @@
 """The paired evaluation sets: one-question environments played once each, before and after.
 
     from spade.evals.sets import near_set, far_set, near_subset
-    near = near_set()                       # 208 items: `near:add/0` ... `near:round_ten/12`
-    far = far_set()                         # 120 held-out items + 40 reasoning-gym level-0 items
+    near = near_set()                       # 280 items: `near:add/0` ... `near:word_length/9`
+    far = far_set()                         # 112 held-out items + 40 reasoning-gym level-0 items
     near.content_hash, len(near.programs), far.preload
 
 Two sets, both made of environments written the way the paper's reference writes a
@@ -42,16 +42,16 @@ from spade.templates import questions
 from spade.types import COMPACT, Program
 
 NEAR_PER_FAMILY = 10
-"""Items per trained family in the near set (16 families: 208 items)."""
+"""Items per trained family in the near set (28 families: 280 items)."""
 FAR_PER_FAMILY = 16
-"""Items per held-out family in the far set (8 families: 120 items)."""
+"""Items per held-out family in the far set (7 families: 112 items)."""
 FAR_REASONING_GYM = (("chain_sum", 20), ("letter_counting", 20))
 """reasoning-gym datasets and item counts in the far set (when the package is installed)."""
 REASONING_GYM_LEVEL = 0
 REASONING_GYM_SEED = 0
 LEVEL = 1
 """Question level of both sets (the loop and the warm start's commonest level)."""
-SUBSET_ITEMS = 63
+SUBSET_ITEMS = 84
 """Default size of the learning curve's fixed near subset (`near_subset`)."""
 FORMAT = 1
 """Bump when the construction below changes meaning without changing the programs."""

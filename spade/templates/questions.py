@@ -308,6 +308,113 @@ def round_ten(rng, level, held_out=False):
     return ask.format(n=n), r, f"{n} is nearer {r} than {r - 10 if r > n else r + 10}"
 
 
+# more trained families (session 18): the held-out families ask for things a model of this size
+# gets wrong as facts ("7 * 7 = 44") or answers with the template of a similar-looking trained
+# family ("16 is nearer 16 than 160" for the number after 16); these teach neighbouring facts and
+# words ("four times", "a third of", "ten more than"), never a held-out family's own question
+
+
+def quadruple(rng, level, held_out=False):
+    n = rng.randint(1, (9, 25, 50)[level - 1])
+    asks = (
+        "What is four times {n}?",
+        "What is {n} times four?",
+        "Multiply {n} by 4.",
+        "What is 4 lots of {n}?",
+    )
+    ask = rng.choice(asks[-1:] if held_out else asks[:-1])
+    return ask.format(n=n), 4 * n, f"4 * {n} = {4 * n}"
+
+
+def third(rng, level, held_out=False):
+    n = 3 * rng.randint(1, (9, 30, 60)[level - 1])
+    asks = (
+        "What is a third of {n}?",
+        "What is {n} divided by 3?",
+        "Split {n} into 3 equal parts. How big is each part?",
+        "What is one third of {n}?",
+    )
+    ask = rng.choice(asks[-1:] if held_out else asks[:-1])
+    return ask.format(n=n), n // 3, f"{n} / 3 = {n // 3}"
+
+
+def ten_more(rng, level, held_out=False):
+    n = rng.randint(1, (50, 500, 5000)[level - 1])
+    asks = (
+        "What is ten more than {n}?",
+        "Add ten to {n}.",
+        "What is {n} plus ten?",
+        "Count on ten from {n}. Which number do you reach?",
+    )
+    ask = rng.choice(asks[-1:] if held_out else asks[:-1])
+    return ask.format(n=n), n + 10, f"{n} + 10 = {n + 10}"
+
+
+def ten_less(rng, level, held_out=False):
+    n = rng.randint(11, (60, 500, 5000)[level - 1])
+    asks = (
+        "What is ten less than {n}?",
+        "Take ten away from {n}.",
+        "What is {n} minus ten?",
+        "Count back ten from {n}. Which number do you reach?",
+    )
+    ask = rng.choice(asks[-1:] if held_out else asks[:-1])
+    return ask.format(n=n), n - 10, f"{n} - 10 = {n - 10}"
+
+
+def longest_word(rng, level, held_out=False):
+    words = rng.sample(WORDS, 3)
+    while len({len(w) for w in words}) < 3:
+        words = rng.sample(WORDS, 3)
+    long = max(words, key=len)
+    shown = ", ".join(words)
+    asks = (
+        "Which is the longest word: {ws}?",
+        "Of the words {ws}, which has the most letters?",
+        "Find the longest of these words: {ws}.",
+        "Which word among {ws} is longest?",
+    )
+    ask = rng.choice(asks[-1:] if held_out else asks[:-1])
+    step = ", ".join(f"{w} has {len(w)}" for w in words)
+    return ask.format(ws=shown), long, f"{step}; the longest is {long}"
+
+
+def shortest_word(rng, level, held_out=False):
+    words = rng.sample(WORDS, 3)
+    while len({len(w) for w in words}) < 3:
+        words = rng.sample(WORDS, 3)
+    short = min(words, key=len)
+    shown = ", ".join(words)
+    asks = (
+        "Which is the shortest word: {ws}?",
+        "Of the words {ws}, which has the fewest letters?",
+        "Find the shortest of these words: {ws}.",
+        "Which word among {ws} is shortest?",
+    )
+    ask = rng.choice(asks[-1:] if held_out else asks[:-1])
+    step = ", ".join(f"{w} has {len(w)}" for w in words)
+    return ask.format(ws=shown), short, f"{step}; the shortest is {short}"
+
+
+def story_compare(rng, level, held_out=False):
+    a_name, b_name = rng.sample(("Ann", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana"), 2)
+    item = rng.choice(("apples", "books", "coins", "cups", "pens", "shells", "cards", "keys"))
+    a, b = rng.sample(range(1, (10, 30, 90)[level - 1]), 2)
+    more = rng.random() < 0.5
+    word = "more" if more else "fewer"
+    asks = (
+        "{x} has {a} {i} and {y} has {b} {i}. Who has {w} {i}?",
+        "{x} has {a} {i}; {y} has {b}. Which of them has {w}?",
+        "{x} owns {a} {i} and {y} owns {b} {i}. Who owns {w} {i}?",
+        "Between {x} with {a} {i} and {y} with {b} {i}, who has {w}?",
+    )
+    ask = rng.choice(asks[-1:] if held_out else asks[:-1])
+    winner = a_name if (a > b) == more else b_name
+    big, small = max(a, b), min(a, b)
+    step = f"{big} > {small}: {winner} has {word}"
+    return ask.format(x=a_name, y=b_name, a=a, b=b, i=item, w=word), winner, step
+
+
 # each with its mirror above (larger / smaller, next / previous letter...): the Agent must read the
 # question, not match its look
 
@@ -491,9 +598,16 @@ TRAIN_FAMILIES: dict[str, Family] = {
         story_add,
         story_subtract,
         round_ten,
+        quadruple,
+        third,
+        ten_more,
+        ten_less,
+        longest_word,
+        shortest_word,
+        story_compare,
     )
 }
-"""Families the warm start and the self-play pool train on (21)."""
+"""Families the warm start and the self-play pool train on (28)."""
 
 HELDOUT_FAMILIES: dict[str, Family] = {
     f.__name__: f
@@ -518,6 +632,10 @@ TRAIN_INSTRUCTIONS = (
     "Answer with \\boxed{your answer}.",
     "Reply with the answer inside \\boxed{}.",
     "Write your final answer as \\boxed{...}.",
+    # with a made-up value in the example (the model copied "\\boxed{42}" when it had never
+    # seen an example value: session 18)
+    "Box your answer, for example \\boxed{7}.",
+    "Write the answer in a box, as in \\boxed{15}.",
 )
 """Answer instructions the warm start shows (the reference's first)."""
 

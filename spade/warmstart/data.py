@@ -304,7 +304,7 @@ docs/warmstart.md (admitted designs and final NLL against all twelve)."""
 COMPACT_COUNT, COMPACT_MINI = 500, 1000
 """The compact warm start's Designer turns: template programs and mini programs."""
 
-QUESTION_COUNT = 3000
+QUESTION_COUNT = 4000
 """The compact warm start's one-question Agent turns (`question_examples`)."""
 
 

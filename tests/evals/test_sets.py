@@ -42,7 +42,7 @@ def _family(program: Program) -> str:
 
 def test_the_near_set_renders_every_trained_family_10_times_in_trained_wording() -> None:
     near = evalsets.near_set()
-    n = 10 * len(questions.TRAIN_FAMILIES)  # 21 families
+    n = 10 * len(questions.TRAIN_FAMILIES)  # 28 families
     assert near.name == "near" and len(near.programs) == n >= 200 and near.preload == ()
     assert {f: len(v) for f, v in near.families.items()} == {
         f"near:{f}": 10 for f in sorted(questions.TRAIN_FAMILIES)
@@ -106,16 +106,17 @@ def test_the_sets_are_deterministic() -> None:
 
 def test_the_learning_curve_subset_takes_every_family_in_turn() -> None:
     near = evalsets.near_set()
-    chosen = evalsets.subset_indices(near, 63)
-    assert len(chosen) == 63 == len(set(chosen)) and chosen == sorted(chosen)
-    # 21 families x 3: the first three items of each
-    assert chosen == [10 * f + k for f in range(21) for k in range(3)]
+    families = len(questions.TRAIN_FAMILIES)
+    chosen = evalsets.subset_indices(near, 3 * families)
+    assert len(chosen) == 3 * families == len(set(chosen)) and chosen == sorted(chosen)
+    # the first three items of each family
+    assert chosen == [10 * f + k for f in range(families) for k in range(3)]
     assert evalsets.subset_indices(near, 23)[:3] == [0, 1, 10]  # two of the first two families
-    subset = evalsets.near_subset(63)
+    subset = evalsets.near_subset(3 * families)
     assert [p.source for p in subset.programs] == [near.programs[i].source for i in chosen]
     with pytest.raises(ValueError):
         evalsets.subset_indices(near, 0)
-    assert len(evalsets.subset_indices(near, 1000)) == 210
+    assert len(evalsets.subset_indices(near, 1000)) == 10 * families
 
 
 # --- played in the sandbox ------------------------------------------------------------------------
