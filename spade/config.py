@@ -207,7 +207,7 @@ class TrainConfig:
     bundled environments only."""
     question_seeds: bool = True
     """Also seed the pool with one question environment of each trained question family
-    (`spade.templates.questions.TRAIN_FAMILIES`, 16: a `QuestionEnv` drawing a new question from
+    (`spade.templates.questions.TRAIN_FAMILIES`, 28: a `QuestionEnv` drawing a new question from
     every episode's seed; `spade.train.question_seed_programs`; ours). The warm-started
     Agent wins a real share of them, so their groups mix wins and losses from the first iteration;
     the near evaluation set is fresh renders of the same families. The paper recipes seed the

@@ -178,7 +178,8 @@ def _designer_report(
 
 def _agent_report(before: dict[str, Any]) -> dict[str, Any]:
     """The Agent's numbers, `agent_<set>_set` per paired set: its win rate with a 95% interval,
-    whether it came from the before-cache, wins by family and items per family."""
+    whether it came from the before-cache, wins by family, items per family and the outcome of
+    every item (a string of 0/1 in set order, to pair two models on the same items)."""
     from spade.evals import paired
 
     report: dict[str, Any] = {}
@@ -191,6 +192,7 @@ def _agent_report(before: dict[str, Any]) -> dict[str, Any]:
             "cached": record["cached"],
             "by_family": {k.split(":", 1)[1]: v.wins for k, v in sorted(result.by_family.items())},
             "per_family": len(next(iter(evalset.families.values()))),
+            "outcomes": record["outcomes"],
         }
     return report
 
