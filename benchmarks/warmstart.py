@@ -1,11 +1,12 @@
 """Warm-start variants, measured: `python benchmarks/warmstart.py --variants focus --steps 160`.
 
-Each variant is one `spade.warmstart.finetune.bootstrap(...)` of the default model under the same
-time budget, then `spade.evals.measure.measure_model` (48 Designer replies with the loop's own
-prompt through the real validator, the Agent on the evaluation set and the held-out games). One JSON
-line per variant goes to `--out` (appended, so a long series survives a kill), and a table of
-everything in that file is printed at the end. Run the variants one after another on a quiet
-machine: training is time-budgeted, so anything else running on the cores costs steps.
+Each variant is one `spade.warmstart.finetune.bootstrap(...)` of the default model for the same
+number of optimizer steps (`--steps`), then `spade.evals.measure.measure_model` (48 Designer
+replies with the loop's own prompt through the real validator, the Agent on the paired evaluation
+sets). One JSON line per variant goes to `--out` (appended, so a long series survives a kill), and
+a table of everything in that file is printed at the end. The budget is steps, so a busy machine
+changes the seconds, not the weights; to compare two warm starts on the same items, see
+`benchmarks/warmstart_pair.py`.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
     "lora64": {"batch_tokens": 4096, "learning_rate": 1e-3, "lora_rank": 64, **SESSION3_DATA},
     # fewer, shorter families (one per skill), more optimizer steps, a higher learning rate:
-    # each family is seen ~3x as often in the same minutes
+    # each family is seen ~3x as often in the same steps
     "focus": {
         "batch_tokens": 2048,
         "learning_rate": 3e-4,

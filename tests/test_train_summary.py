@@ -269,7 +269,7 @@ def test_the_small_recipe_evaluates_on_the_paired_sets_greedily() -> None:
     from spade.config import TINY_CPU, TrainConfig, UsageError
 
     assert TINY_CPU.eval_set == "paired" and TINY_CPU.eval_temperature == 0.0
-    assert (TINY_CPU.eval_every, TINY_CPU.eval_subset) == (4, 63)
+    assert (TINY_CPU.eval_every, TINY_CPU.eval_subset) == (4, 84)  # three items a family
     assert len(before_after.heldout_for(TINY_CPU)) == sum(
         len(s.programs) for s in evalsets.paired_sets()
     )

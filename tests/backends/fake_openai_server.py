@@ -51,6 +51,7 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
             self, status: int, payload: object, headers: dict[str, str] | None = None
         ) -> None:
             body = (payload if isinstance(payload, str) else json.dumps(payload)).encode()
+            self._done()  # before the reply: a client may send its next request on receiving it
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -58,6 +59,13 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                 self.send_header(k, v)
             self.end_headers()
             self.wfile.write(body)
+
+        def _done(self) -> None:
+            """This request leaves the in-flight count (once)."""
+            if getattr(self, "counted", False):
+                self.counted = False
+                with state.lock:
+                    state.in_flight -= 1
 
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/stats"):
@@ -85,11 +93,11 @@ def make_handler(state: State) -> type[BaseHTTPRequestHandler]:
                 state.max_in_flight = max(state.max_in_flight, state.in_flight)
                 state.auth_seen.append(auth is not None)
                 state.seeds.append(body.get("seed"))
+            self.counted = True
             try:
                 self._reply(n, body, auth)
             finally:
-                with state.lock:
-                    state.in_flight -= 1
+                self._done()
 
         def _reply(self, n: int, body: dict, auth: str | None) -> None:
             if not self.path.endswith("/chat/completions"):

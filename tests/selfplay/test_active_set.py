@@ -181,10 +181,12 @@ def test_seed_pool_adds_the_mini_seeds_only_when_asked(tmp_path: Path) -> None:
 def test_the_tiny_recipe_seeds_questions_and_minis_but_no_bundled_game(tmp_path: Path) -> None:
     from spade.config import PAPER_GAMES, TINY_CPU
     from spade.envs import bundled
+    from spade.templates.questions import TRAIN_FAMILIES
     from spade.train import question_seed_programs
 
     questions = question_seed_programs()
-    assert len(questions) == 21 and all(p.source.startswith("question-seed:") for p in questions)
+    assert len(questions) == len(TRAIN_FAMILIES) == 28
+    assert all(p.source.startswith("question-seed:") for p in questions)
     with Pool(tmp_path / "tiny.sqlite") as tiny, Pool(tmp_path / "paper.sqlite") as paper:
         assert seed_pool(tiny, TINY_CPU) == len(questions) + len(mini_seed_programs())
         assert {p.source.split(":")[0] for p in tiny.admitted()} == {"question-seed", "mini-seed"}
