@@ -173,6 +173,12 @@ class PlayConfig:
     """Weight of the Agent's negative advantages (replies worse than their group's mean). 1 is
     GRPO; 0 trains only on replies better than their group (filtered behaviour cloning, as in
     expert iteration); in between damps the push away from lost replies."""
+    agent_token_cap: int | None = None
+    """At most this many Agent tokens trained per iteration (the loss-masked reply tokens of the
+    samples with a non-zero advantage); over it, whole environment groups are left out in a
+    seeded order until the rest fit (a group is kept whole so its advantages still sum to zero).
+    None: no cap. The replication gives every arm the same cap, so an arm whose pool mixes wins
+    and losses more often cannot simply train on more tokens (`spade experiment`; ours)."""
 
 
 DEFAULT_EVAL_SUITES = ("reasoning-gym:chain_sum,letter_counting@0",)
@@ -214,6 +220,11 @@ class TrainConfig:
     bundled environments only."""
     separate_designer: bool = False
     """Two-model ablation: a Designer and an Agent policy, each trained on its own samples."""
+    train_designer: bool = True
+    """Train the Designer on its reward. `--no-train-designer`: the replication's
+    untrained-Designer control; designs are made, validated, admitted and played as usual, but
+    the Designer's samples never reach an update, so its curriculum is what the warm start (and,
+    with one shared model, the Agent's updates) make of it, not what regret teaches."""
     heldout_eval: bool = True
     """Evaluate the Agent on the held-out environments before the first and after the last
     iteration."""

@@ -185,6 +185,10 @@ def _prepare(cfg: TrainConfig, resume: bool) -> TrainConfig:
     for spec in cfg.eval_suites:
         before_after.split_suite_spec(spec)
     before_after.check_config(cfg)
+    if cfg.play.agent_token_cap is not None and cfg.play.agent_token_cap < 1:
+        raise UsageError(
+            f"--play.agent-token-cap must be at least 1, got {cfg.play.agent_token_cap}"
+        )
     missing = check_available(cfg.log)  # before minutes of model loading, not after
     if missing:
         raise UsageError(missing)

@@ -24,6 +24,7 @@ LAYERS: list[set[str]] = [
     {"selfplay"},
     {"evals"},
     {"train"},
+    {"experiment"},
     {"report", "exports"},
     {"cli"},
     {"__main__"},

@@ -251,6 +251,7 @@ class LocalTraining:
         metrics["grad_norm"] = sum(grad_norms) / max(len(grad_norms), 1)
         metrics["trained_tokens"] = float(total_tokens)
         metrics["sequences"] = float(len(samples))
+        metrics["optimizer_steps"] = float(len(grad_norms))
         for role in ("designer", "agent"):
             metrics[f"trained_tokens/{role}"] = float(role_tokens[role])
         metrics["step"] = float(self.step)

@@ -1,5 +1,5 @@
 """The `spade` command line: train, design, eval, bootstrap, validate, play, seeds, doctor, report,
-pool.
+pool, experiment.
 
 Each subcommand is a function whose signature tyro turns into flags; heavy libraries (torch,
 transformers) are never imported here, so `spade --help` and `spade validate` start quickly.
@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 import tyro
 
+from spade.cli.experiment_command import experiment
 from spade.cli.paths import environment_files
 from spade.cli.pool_commands import pool, report
 from spade.types import Program
@@ -420,6 +421,7 @@ COMMANDS: dict[str, Callable[..., int]] = {
     "seeds": seeds,
     "report": report,
     "pool": pool,
+    "experiment": experiment,
     **{name: _model_command(name) for name in MODEL_COMMANDS},
 }
 

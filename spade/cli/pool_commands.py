@@ -34,13 +34,13 @@ def report(
     top: int = 10,
 ) -> int:
     """Plot a run directory into one self-contained HTML report (plus the PNGs), or an
-    experiment directory (`benchmarks/selfplay.py`) into its comparison plot and table.
+    experiment directory (`spade experiment`) into its comparison figure and tables.
 
     Works while the run is still going (the pool is opened read-only).
 
     Args:
         run_dir: The run directory (config.json, pool.sqlite, metrics.jsonl, eval.json), or an
-            experiment directory (experiment.json, one run directory per arm and seed).
+            experiment directory (plan.json, one run directory per arm and seed).
         out: Output directory (default: RUN_DIR/report).
         top: Environments listed in the top-by-regret table.
     """
@@ -52,7 +52,7 @@ def report(
     except ImportError:
         return _usage_error("`spade report` needs matplotlib: pip install 'spade-rl[report]'")
     started = time.perf_counter()
-    if (run_dir / "experiment.json").exists():
+    if (run_dir / "plan.json").exists():
         from spade.report.experiment import build_report as build_experiment_report
 
         try:

@@ -185,7 +185,7 @@ def paired_summary(evals: dict[str, Any]) -> dict[str, Any]:
             family: paired_bootstrap([b[i] for i in idx], [a[i] for i in idx]).to_json()
             for family, idx in evalset.families.items()
         }
-        parts = _parts(evalset)
+        parts = evalset.parts
         if len(parts) > 1:
             row["by_part"] = {}
             for part, idx in parts.items():
@@ -193,12 +193,3 @@ def paired_summary(evals: dict[str, Any]) -> dict[str, Any]:
                 row["by_part"][part] = {**stat.to_json(), "line": stat.line(f"  {name}, {part}")}
         out["sets"][name] = row
     return out
-
-
-def _parts(evalset: EvalSet) -> dict[str, list[int]]:
-    """Item indices of a set's parts: its question families, and reasoning-gym items."""
-    parts: dict[str, list[int]] = {}
-    for i, p in enumerate(evalset.programs):
-        rgym = p.source.startswith(f"{evalset.name}:reasoning-gym:")
-        parts.setdefault("reasoning-gym" if rgym else "question families", []).append(i)
-    return parts

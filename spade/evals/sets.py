@@ -83,6 +83,15 @@ class EvalSet:
             out.setdefault(p.source.rsplit("/", 1)[0], []).append(i)
         return out
 
+    @property
+    def parts(self) -> dict[str, list[int]]:
+        """Item indices of the set's parts: its question families, and reasoning-gym items."""
+        out: dict[str, list[int]] = {}
+        for i, p in enumerate(self.programs):
+            rgym = p.source.startswith(f"{self.name}:reasoning-gym:")
+            out.setdefault("reasoning-gym" if rgym else "question families", []).append(i)
+        return out
+
     def sandbox_config(self, base: SandboxConfig) -> SandboxConfig:
         """`base`, or a suite sandbox that preloads what these programs import."""
         if not self.preload:

@@ -1,211 +1,105 @@
-"""The miniature replication of the paper's claim: self-play arms at equal compute, compared.
+"""`spade report EXPERIMENT_DIR`: one figure of an experiment (`spade experiment`) and its tables.
 
-    python benchmarks/selfplay.py --out runs/replication --seeds 0 1 2     # runs, then the table
-    spade report runs/replication                                         # plots experiment.json
-
-An experiment directory holds one run directory per (arm, training seed), `<arm>-s<seed>/`, each
-an ordinary `spade train` run, and `experiment.json`, the aggregate `aggregate()` writes. Every
-arm runs the same recipe with the same number of iterations, the same plain Agent plays per
-iteration (`play.active_envs x play.plays_per_env`) and the same update budget per iteration; arms
-differ only in where the environments come from and how the Designer is rewarded:
-
-- `selfplay`: one model in both roles, the blend reward (the paper's default);
-- `fixed_pool`: `--no-design`, the Agent trains on the seed environments only (the tiny
-  recipe's: the bundled seeds and the mini seeds);
-- `separate_designer`: two models, each trained on its own role's samples;
-- `solve_rate`: one model, the Designer rewarded by the solve rate only (no regret).
-
-Held-out win rates are each run's `eval.json` ("before" and "after"), on environments no arm
-trains on; an arm's interval pools its runs' episodes (Wilson), and the spread over training
-seeds is reported beside it.
+Four panels: the near-subset learning curve of every arm (mean over seeds, band = min to max
+over seeds, iteration 0 the shared warm start), the Agent's plain win rate on the environments
+it played, the regret of new designs per design round (designing arms), and each comparison's
+paired difference with its 95% interval (`spade.experiment.results`).
 """
 
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from spade.evals.winrate import wilson
+from spade.experiment.analysis import arm_curves
+from spade.experiment.results import load_runs, summarise
+from spade.experiment.runner import Plan
 from spade.files import atomic_write_text
-from spade.selfplay.rundir import read_metrics
-from spade.types import FRONTIER_BAND
-
-ARMS: dict[str, tuple[str, ...]] = {
-    "selfplay": (),
-    "fixed_pool": ("--no-design",),
-    "separate_designer": ("--separate-designer",),
-    "solve_rate": ("--designer-reward", "solve_rate"),
-}
-"""Arm name -> the `spade train` flags that make it (on top of the shared recipe)."""
 
 
-def run_name(arm: str, seed: int) -> str:
-    return f"{arm}-s{seed}"
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def _spread(values: Sequence[float]) -> float | None:
-    """Sample standard deviation over training seeds (None below two)."""
-    if len(values) < 2:
-        return None
-    m = sum(values) / len(values)
-    return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
-
-
-def summarise_run(run_dir: Path) -> dict[str, Any] | None:
-    """One finished run's numbers (None when it has no summary yet)."""
-    summary_path = run_dir / "summary.json"
-    if not summary_path.exists():
-        return None
-    summary = json.loads(summary_path.read_text())
-    metrics = summary.get("iterations") or read_metrics(run_dir / "metrics.jsonl")[0]
-    evals = summary.get("eval") or {}
-    out: dict[str, Any] = {"run": run_dir.name, "iterations": len(metrics)}
-    for when in ("before", "after"):
-        overall = (evals.get(when) or {}).get("overall")
-        if overall:
-            out[f"{when}_wins"] = round(overall["rate"] * overall["episodes"])
-            out[f"{when}_episodes"] = overall["episodes"]
-    shares = []
-    for m in metrics:
-        bands = m.get("bands") or {}
-        total = bands.get("total") or 0
-        shares.append(bands.get(FRONTIER_BAND, 0) / total if total else 0.0)
-    out["frontier_share"] = shares
-    valid = [m["valid_design_rate"] for m in metrics if m.get("valid_design_rate") is not None]
-    out["valid_design_rate"] = _mean(valid)
-    out["agent_episodes"] = sum(m.get("episodes", 0) - m.get("hinted_episodes", 0) for m in metrics)
-    out["update_tokens"] = sum(m.get("update_tokens", 0) for m in metrics)
-    out["agent_samples"] = sum(m.get("agent_samples", 0) for m in metrics)
-    out["designer_samples"] = sum(m.get("designer_samples", 0) for m in metrics)
-    out["seconds"] = sum(m.get("seconds", 0.0) for m in metrics)
-    return out
-
-
-def aggregate(experiment: Path, arms: Sequence[str] = tuple(ARMS)) -> dict[str, Any]:
-    """Per arm: pooled held-out win rates before and after with Wilson 95% intervals, the mean
-    and spread over seeds, frontier share per iteration, valid-design rate, compute and wall
-    time. Written to `experiment/experiment.json` and returned."""
-    result: dict[str, Any] = {"arms": {}}
-    for arm in arms:
-        runs = [
-            r
-            for d in sorted(experiment.glob(f"{arm}-s*"))
-            if d.is_dir() and (r := summarise_run(d)) is not None
-        ]
-        if not runs:
-            continue
-        row: dict[str, Any] = {"runs": [r["run"] for r in runs]}
-        for when in ("before", "after"):
-            wins = sum(r.get(f"{when}_wins", 0) for r in runs)
-            n = sum(r.get(f"{when}_episodes", 0) for r in runs)
-            per_seed = [
-                r[f"{when}_wins"] / r[f"{when}_episodes"] for r in runs if r.get(f"{when}_episodes")
-            ]
-            low, high = wilson(wins, n)
-            row[when] = {
-                "win_rate": wins / n if n else None,
-                "ci95": [low, high],
-                "episodes": n,
-                "seed_mean": _mean(per_seed),
-                "seed_sd": _spread(per_seed),
-            }
-        length = max(len(r["frontier_share"]) for r in runs)
-        row["frontier_share"] = [
-            _mean([r["frontier_share"][i] for r in runs if i < len(r["frontier_share"])])
-            for i in range(length)
-        ]
-        valid = [r["valid_design_rate"] for r in runs if r["valid_design_rate"] is not None]
-        row["valid_design_rate"] = _mean(valid)
-        for key in ("agent_episodes", "update_tokens", "agent_samples", "designer_samples"):
-            row[key] = _mean([r[key] for r in runs])
-        row["seconds_per_run"] = _mean([r["seconds"] for r in runs])
-        result["arms"][arm] = row
-    atomic_write_text(experiment / "experiment.json", json.dumps(result, indent=2) + "\n")
-    return result
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-def markdown_table(result: dict[str, Any]) -> str:
-    """The replication table (Markdown)."""
-    lines = [
-        "| arm | runs | held-out win before [95% CI] | held-out win after [95% CI] | after, "
-        "seed mean ± sd | frontier share (first → last iteration) | valid designs | Agent "
-        "episodes / run | update tokens / run | wall time / run |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for arm, row in result["arms"].items():
-        cells = [arm, str(len(row["runs"]))]
-        for when in ("before", "after"):
-            r = row[when]
-            low, high = r["ci95"]
-            cells.append(f"{_pct(r['win_rate'])} [{low:.1%}, {high:.1%}] (n={r['episodes']})")
-        after = row["after"]
-        sd = after["seed_sd"]
-        cells.append(f"{_pct(after['seed_mean'])}" + ("" if sd is None else f" ± {sd:.1%}"))
-        share = row["frontier_share"]
-        cells.append(f"{_pct(share[0])} → {_pct(share[-1])}" if share else "-")
-        cells.append(_pct(row["valid_design_rate"]))
-        cells.append(f"{row['agent_episodes']:.0f}")
-        cells.append(f"{row['update_tokens']:.0f}")
-        cells.append(f"{row['seconds_per_run'] / 60:.1f} min")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def _band(ax: Any, curves: dict[int, list[float]], label: str, color: str) -> None:
+    xs = list(curves)
+    ys = [sum(v) / len(v) for v in curves.values()]
+    ax.plot(xs, ys, marker="o", markersize=3, color=color, label=f"{label}")
+    ax.fill_between(
+        xs,
+        [min(v) for v in curves.values()],
+        [max(v) for v in curves.values()],
+        color=color,
+        alpha=0.18,
+        linewidth=0,
+    )
 
 
 def build_report(experiment: Path, out: Path | None = None) -> Path:
-    """Plot `experiment.json` (re-aggregated from the runs first): held-out win rate per arm
-    before and after training with 95% intervals, and the frontier share per iteration per arm.
-    Writes `replication.png` and `table.md` into `out` (default `experiment/report`)."""
+    """Summarise the experiment's finished runs and draw `experiment.png` and `table.md` into
+    `out` (default EXPERIMENT/report); raises FileNotFoundError without a finished run."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    result = aggregate(experiment)
-    if not result["arms"]:
-        raise FileNotFoundError(f"{experiment} holds no finished runs (<arm>-s<seed>/summary.json)")
+    plan_path = experiment / "plan.json"
+    if not plan_path.exists():
+        raise FileNotFoundError(f"{experiment} has no plan.json (`spade experiment` writes it)")
+    plan = Plan.from_json(json.loads(plan_path.read_text()))
+    runs = load_runs(experiment, plan)
+    if not runs:
+        raise FileNotFoundError(f"{experiment} holds no finished run (<arm>-s<seed>/summary.json)")
+    result = summarise(experiment, plan)
+    arms = list(result["arms"])
+    colors = {arm: f"C{i}" for i, arm in enumerate(plan.seeds)}
+    fig, axes = plt.subplots(2, 2, figsize=(14, 9.5))
+    fig.suptitle(
+        f"{experiment.name}: lines are means over training seeds, bands span min to max",
+        fontsize=11,
+    )
+    panels = (
+        (axes[0][0], "near_subset", "near-subset win rate (greedy)", "learning curve"),
+        (axes[0][1], "plain_win_rate", "plain win rate, played pool", "Agent on its own pool"),
+        (axes[1][0], "new_design_regret", "hinted - plain win rate", "regret of new designs"),
+    )
+    for ax, key, ylabel, title in panels:
+        for arm in arms:
+            curves = arm_curves(runs, arm, key)
+            if curves:
+                _band(ax, curves, f"{arm} ({result['arms'][arm]['seeds']} seeds)", colors[arm])
+        ax.set_xlabel("iteration")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+        if ax.has_data():
+            ax.legend(fontsize=8)
+    ax = axes[1][1]
+    rows = [c for c in result["comparisons"] if c["endpoint"] != "near-subset curve area"]
+    for y, c in enumerate(reversed(rows)):
+        color = colors.get(c["arm"], "black")
+        ax.errorbar(
+            100 * c["difference"],
+            y,
+            xerr=[[100 * (c["difference"] - c["low"])], [100 * (c["high"] - c["difference"])]],
+            fmt="o",
+            color=color,
+            capsize=3,
+        )
+    ax.axvline(0, color="grey", linewidth=1)
+    ax.set_yticks(
+        range(len(rows)),
+        [
+            f"{c['arm']} - {c['reference']}: {c['endpoint']} (n={len(c['seeds'])})"
+            for c in reversed(rows)
+        ],
+        fontsize=7,
+    )
+    ax.set_xlabel("after-accuracy difference, points (95% CI, paired by seed and item)")
+    ax.set_title("paired differences")
+    ax.grid(alpha=0.3, axis="x")
+    fig.tight_layout()
     out = out or experiment / "report"
     out.mkdir(parents=True, exist_ok=True)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    arms = list(result["arms"])
-    for offset, when, color in ((-0.18, "before", "#999999"), (0.18, "after", "#1f77b4")):
-        xs: list[float] = []
-        ys: list[float] = []
-        errs: list[list[float]] = [[], []]
-        for i, arm in enumerate(arms):
-            r = result["arms"][arm][when]
-            if r["win_rate"] is None:
-                continue
-            xs.append(i + offset)
-            ys.append(r["win_rate"])
-            errs[0].append(r["win_rate"] - r["ci95"][0])
-            errs[1].append(r["ci95"][1] - r["win_rate"])
-        left.bar(xs, ys, width=0.34, yerr=errs, capsize=4, color=color, label=when)
-    left.set_xticks(range(len(arms)), arms, rotation=15)
-    left.set_ylabel("held-out win rate (95% CI, pooled over seeds)")
-    left.set_title("held-out win rate per arm")
-    left.legend()
-    for arm in arms:
-        share = result["arms"][arm]["frontier_share"]
-        right.plot(range(1, len(share) + 1), share, marker="o", label=arm)
-    right.set_xlabel("iteration")
-    right.set_ylabel("share of played environments in the frontier band")
-    right.set_title("frontier share over time (mean over seeds)")
-    right.set_ylim(0, 1)
-    right.legend()
-    fig.tight_layout()
-    path = out / "replication.png"
+    path = out / "experiment.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    atomic_write_text(out / "table.md", markdown_table(result) + "\n")
+    atomic_write_text(out / "table.md", (experiment / "table.md").read_text())
     return path

@@ -496,6 +496,8 @@ def test_update_metrics_are_per_token_means_with_counts_per_role_and_the_step(ma
     twice = b.update([one, one])
     assert twice["grad_norm"] == pytest.approx(single["grad_norm"], rel=1e-5)
     assert twice["grad_norm"] > 0 and twice["step"] == 1.0
+    # optimizer steps: one per non-empty minibatch, at most the number of samples
+    assert (single["optimizer_steps"], twice["optimizer_steps"]) == (1.0, 2.0)
     mixed = b.update([one, designer])
     assert (mixed["trained_tokens/agent"], mixed["trained_tokens/designer"]) == (1.0, 3.0)
     assert (mixed["trained_tokens"], mixed["sequences"], mixed["step"]) == (4.0, 2.0, 2.0)
@@ -507,7 +509,7 @@ def test_an_update_with_nothing_to_train_reports_zeros(make_local):
     untrained = Sample((5, 6, 7), (0, 0, 0), (0.0,) * 3, 1.0, "agent")
     metrics = make_local(kl_coef=0.1).update([untrained])
     assert (metrics["loss"], metrics["grad_norm"], metrics["trained_tokens"]) == (0.0, 0.0, 0.0)
-    assert (metrics["sequences"], metrics["step"]) == (1.0, 1.0)
+    assert (metrics["sequences"], metrics["step"], metrics["optimizer_steps"]) == (1.0, 1.0, 0.0)
 
 
 # ---------------------------------------------------------------- the update's direction

@@ -69,6 +69,8 @@ def plan_config(
     active_envs: int = 3,
     negative_weight: float = 1.0,
     plays_per_seed: int = 1,
+    agent_token_cap: int | None = None,
+    train_designer: bool = True,
     **design: object,
 ) -> TrainConfig:
     """The plan's training config: S1 and S2 designed four at a time every two iterations,
@@ -93,7 +95,9 @@ def plan_config(
             max_turns=3,
             negative_weight=negative_weight,
             plays_per_seed=plays_per_seed,
+            agent_token_cap=agent_token_cap,
         ),
+        train_designer=train_designer,
         # the three designs differ only in their class name: let them all in
         validator=loopkit.LOOSE_VALIDATOR,
     )

@@ -1,0 +1,248 @@
+"""The experiment's plan and its runs: every (arm, training seed) an ordinary `spade train` run
+in `OUT/<arm>-s<seed>/`, launched one at a time in a child process, seed-major (so a partial
+experiment still has every arm at its first seeds), finished runs never redone, a killed one
+continued with `--resume`, and the results (`spade.experiment.results`) rewritten after every
+run that finishes.
+
+The plan (arms, seeds per arm, the `spade train` flags every arm shares) is written to
+`OUT/plan.json` by the first call and must match on every later one: an experiment whose runs
+were made under different flags cannot be compared. One runner at a time holds `OUT/.lock`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import fcntl
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from spade.config import UsageError
+from spade.files import atomic_write_text
+
+ARMS: dict[str, tuple[str, ...]] = {
+    "selfplay": (),
+    "fixed_pool": ("--no-design",),
+    "solve_rate": ("--designer-reward", "solve_rate"),
+    "separate_designer": ("--separate-designer",),
+    "untrained_designer": ("--no-train-designer",),
+    "learning_potential": ("--designer-reward", "learning_potential"),
+}
+"""Arm name -> the `spade train` flags that make it, on top of the shared ones:
+
+- `selfplay`: one model in both roles, the blend reward (the paper's default);
+- `fixed_pool`: `--no-design`, the Agent trains on the recipe's seed environments only;
+- `solve_rate`: the Designer rewarded by the solve rate alone (learnability without regret);
+- `separate_designer`: two models, each trained on its own role's samples (the Agent's model
+  has the same trainable layers and optimizer steps as in `selfplay`; the Designer's is extra);
+- `untrained_designer`: designs made and admitted as usual, the Designer never updated (the
+  random-curriculum control);
+- `learning_potential`: the Designer rewarded by learning potential (optional)."""
+
+REFERENCE = "fixed_pool"
+"""The arm every other arm is compared with; the primary comparison is `selfplay` against it."""
+DEFAULT_SEEDS: dict[str, int] = {
+    "selfplay": 8,
+    "fixed_pool": 8,
+    "solve_rate": 5,
+    "separate_designer": 5,
+    "untrained_designer": 5,
+}
+"""Training seeds per arm in the pre-registered plan (docs/replication.md): 8 for the primary
+comparison, 5 for the others."""
+AGENT_TOKEN_CAP = 1500
+"""The pre-registered cap on Agent tokens trained per iteration (`PlayConfig.agent_token_cap`),
+the same in every arm: the default recipe trained 1,175-2,575 a iteration (median 1,826) in the
+six runs of sessions 18-19, so the cap binds in most iterations and an arm whose pool mixes wins
+and losses more often cannot train on more tokens."""
+DEFAULT_TRAIN_ARGS: tuple[str, ...] = ("--play.agent-token-cap", str(AGENT_TOKEN_CAP))
+
+
+def run_name(arm: str, seed: int) -> str:
+    return f"{arm}-s{seed}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    seeds: Mapping[str, int]
+    """Arm -> its number of training seeds (seeds 0..n-1)."""
+    train_args: tuple[str, ...] = DEFAULT_TRAIN_ARGS
+    """`spade train` flags every run gets (after the arm's)."""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.seeds) - set(ARMS))
+        if unknown:
+            raise UsageError(f"unknown arm(s) {unknown}; the arms are {sorted(ARMS)}")
+        if not self.seeds or any(n < 1 for n in self.seeds.values()):
+            raise UsageError(f"every arm needs at least one seed, got {dict(self.seeds)}")
+        clash = {"--seed", "--run-dir", "--resume"} & {a.split("=")[0] for a in self.train_args}
+        if clash:
+            raise UsageError(f"the experiment sets {sorted(clash)} itself; leave it out")
+
+    def runs(self) -> list[tuple[str, int]]:
+        """(arm, seed) in running order: seed-major, arms in plan order."""
+        return [
+            (arm, seed)
+            for seed in range(max(self.seeds.values()))
+            for arm, n in self.seeds.items()
+            if seed < n
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seeds": dict(self.seeds), "train_args": list(self.train_args)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Plan:
+        return cls(seeds=dict(data["seeds"]), train_args=tuple(data["train_args"]))
+
+    @classmethod
+    def parse(cls, arms: Sequence[str] | None, train_args: str | None) -> Plan:
+        """A plan from the CLI's `NAME:SEEDS` arm specs and a shell-quoted flag string."""
+        seeds = dict(DEFAULT_SEEDS)
+        if arms is not None:
+            seeds = {}
+            for spec in arms:
+                name, _, count = spec.partition(":")
+                if not count.isdigit():
+                    raise UsageError(f"an arm is NAME:SEEDS (e.g. selfplay:8), got {spec!r}")
+                seeds[name] = int(count)
+        flags = DEFAULT_TRAIN_ARGS if train_args is None else tuple(shlex.split(train_args))
+        return cls(seeds=seeds, train_args=flags)
+
+
+Launch = Callable[[list[str], Path], int]
+"""Runs `spade train ARGS` with its output appended to a log file; returns the exit status."""
+
+
+def launch_train(args: list[str], log: Path) -> int:
+    """`python -m spade train ARGS` in a child process; an interrupt (or the parent's death, on
+    Linux) stops the child too, so a resumed experiment never finds its run still going."""
+    with log.open("a") as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "spade", "train", *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        )
+        try:
+            return child.wait()
+        except BaseException:
+            child.send_signal(signal.SIGINT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=120)
+            child.kill()
+            raise
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@contextlib.contextmanager
+def _locked(out: Path) -> Iterator[None]:
+    with (out / ".lock").open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(f"another `spade experiment` is running on {out}") from None
+        yield
+
+
+def settle_plan(out: Path, plan: Plan | None) -> Plan:
+    """The experiment's plan: `plan` written on the first call, or the saved one (which `plan`,
+    when given, must equal)."""
+    path = out / "plan.json"
+    if path.exists():
+        saved = Plan.from_json(json.loads(path.read_text()))
+        if plan is not None and plan.to_json() != saved.to_json():
+            raise UsageError(
+                f"{out} was planned as {saved.to_json()}, not {plan.to_json()}: runs made under "
+                "another plan cannot be compared; run it without --arms/--train-args to continue, "
+                "or choose another directory"
+            )
+        return saved
+    if plan is None:
+        plan = Plan(seeds=DEFAULT_SEEDS)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(plan.to_json(), indent=2) + "\n")
+    return plan
+
+
+def run_experiment(
+    out: Path,
+    plan: Plan | None = None,
+    launch: Launch = launch_train,
+    show: Callable[[str], None] = print,
+    on_finished: Callable[[Path, Plan], object] | None = None,
+) -> int:
+    """Run every unfinished run of the plan (module docstring); `on_finished` (the results
+    writer) after each run that finishes. Returns 0, or the first failing run's exit status."""
+    out.mkdir(parents=True, exist_ok=True)
+    with _locked(out):
+        plan = settle_plan(out, plan)
+        todo = plan.runs()
+        walls: list[float] = []
+        for k, (arm, seed) in enumerate(todo, 1):
+            run_dir = out / run_name(arm, seed)
+            tag = f"[{k}/{len(todo)}] {run_name(arm, seed)}"
+            if (run_dir / "summary.json").exists():
+                show(f"{tag}: finished already")
+                continue
+            if (run_dir / "state.json").exists():
+                args = ["--resume", str(run_dir)]
+            else:
+                args = ["--run-dir", str(run_dir), "--seed", str(seed), *ARMS[arm]]
+                args += plan.train_args
+            eta = ""
+            if walls:
+                left = sum(1 for a, s in todo[k - 1 :] if not _finished(out, a, s))
+                eta = f", about {left * sum(walls) / len(walls) / 60:.0f} min left at this pace"
+            show(f"{tag}: {'continuing' if args[0] == '--resume' else 'starting'}{eta}")
+            started = time.monotonic()
+            code = launch(args, out / f"{run_name(arm, seed)}.log")
+            if code != 0:
+                show(f"{tag}: `spade train` exited {code}; see {out / run_name(arm, seed)}.log")
+                return code
+            walls.append(time.monotonic() - started)
+            show(f"{tag}: finished in {walls[-1] / 60:.1f} min")
+            _log_run(out, arm, seed, walls[-1])
+            if on_finished is not None:
+                on_finished(out, plan)
+    return 0
+
+
+def _finished(out: Path, arm: str, seed: int) -> bool:
+    return (out / run_name(arm, seed) / "summary.json").exists()
+
+
+def finished_runs(out: Path, plan: Plan) -> list[tuple[str, int, Path]]:
+    """The plan's finished runs, in running order."""
+    return [
+        (arm, seed, out / run_name(arm, seed))
+        for arm, seed in plan.runs()
+        if _finished(out, arm, seed)
+    ]
+
+
+def _log_run(out: Path, arm: str, seed: int, seconds: float) -> None:
+    """One line in `OUT/runs.jsonl` per launch that finished a run: its wall seconds (of this
+    launch: a resumed run has several lines) and the machine it ran on."""
+    cpu = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    row = {"run": run_name(arm, seed), "seconds": round(seconds, 1), "cpu": cpu}
+    row["cores"] = os.cpu_count()
+    with (out / "runs.jsonl").open("a") as f:
+        f.write(json.dumps(row) + "\n")

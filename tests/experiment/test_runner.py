@@ -1,0 +1,160 @@
+"""The experiment runner (spade/experiment/runner.py) with a fake `spade train`: the plan's
+running order and commands, a kill mid-run continued with --resume and no finished run redone
+(by value: the launched commands and the finished runs' bytes), a changed plan refused, one
+runner at a time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spade.config import UsageError
+from spade.experiment.runner import (
+    DEFAULT_SEEDS,
+    Plan,
+    _locked,
+    finished_runs,
+    run_experiment,
+    run_name,
+)
+
+
+class FakeTrain:
+    """Stands in for `spade train`: a new run writes config.json and state.json, then
+    summary.json; `kill_at` names a run that is 'killed' (KeyboardInterrupt, as the runner sees
+    an interrupt) after its state.json, the first time it is launched."""
+
+    def __init__(self, kill_at: str | None = None) -> None:
+        self.kill_at = kill_at
+        self.calls: list[list[str]] = []
+
+    def __call__(self, args: list[str], log: Path) -> int:
+        self.calls.append(list(args))
+        log.write_text(log.read_text() + "x\n" if log.exists() else "x\n")
+        if args[0] == "--resume":
+            run_dir = Path(args[1])
+            assert (run_dir / "state.json").exists()
+        else:
+            run_dir = Path(args[args.index("--run-dir") + 1])
+            run_dir.mkdir(parents=True)
+            (run_dir / "config.json").write_text(json.dumps(args))
+            (run_dir / "state.json").write_text("{}")
+            if run_dir.name == self.kill_at:
+                raise KeyboardInterrupt
+        (run_dir / "summary.json").write_text(json.dumps({"made_by": args}))
+        return 0
+
+
+def test_the_plan_runs_seed_major_with_each_arms_flags() -> None:
+    plan = Plan(seeds={"selfplay": 2, "fixed_pool": 3, "solve_rate": 1}, train_args=("--x", "1"))
+    assert plan.runs() == [
+        ("selfplay", 0),
+        ("fixed_pool", 0),
+        ("solve_rate", 0),
+        ("selfplay", 1),
+        ("fixed_pool", 1),
+        ("fixed_pool", 2),
+    ]
+    assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
+    assert Plan.parse(None, None).seeds == DEFAULT_SEEDS
+    parsed = Plan.parse(["selfplay:8", "fixed_pool:8"], "--ppo.kl-coef 0.2 --iterations 12")
+    assert parsed.seeds == {"selfplay": 8, "fixed_pool": 8}
+    assert parsed.train_args == ("--ppo.kl-coef", "0.2", "--iterations", "12")
+
+
+@pytest.mark.parametrize(
+    ("arms", "train_args", "message"),
+    [
+        (["selfplay:8", "nonsense:2"], None, "unknown arm"),
+        (["selfplay"], None, "NAME:SEEDS"),
+        (["selfplay:0"], None, "at least one seed"),
+        (["selfplay:2"], "--seed 3", "--seed.*leave it out"),
+    ],
+)
+def test_a_bad_plan_is_a_usage_error(arms, train_args, message) -> None:
+    with pytest.raises(UsageError, match=message):
+        Plan.parse(arms, train_args)
+
+
+def test_a_killed_experiment_continues_without_redoing_a_finished_run(tmp_path: Path) -> None:
+    out = tmp_path / "exp"
+    plan = Plan(seeds={"selfplay": 2, "fixed_pool": 2}, train_args=("--iterations", "3"))
+    first = FakeTrain(kill_at="selfplay-s1")
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(out, plan, launch=first, show=lambda s: None)
+    assert first.calls == [
+        ["--run-dir", str(out / "selfplay-s0"), "--seed", "0", "--iterations", "3"],
+        [
+            "--run-dir",
+            str(out / "fixed_pool-s0"),
+            "--seed",
+            "0",
+            "--no-design",
+            "--iterations",
+            "3",
+        ],
+        ["--run-dir", str(out / "selfplay-s1"), "--seed", "1", "--iterations", "3"],
+    ]
+    assert [r[:2] for r in finished_runs(out, plan)] == [("selfplay", 0), ("fixed_pool", 0)]
+    kept = {p: p.read_bytes() for p in out.glob("*-s0/*")}
+
+    finished: list[str] = []
+    second = FakeTrain()
+    lines: list[str] = []
+    code = run_experiment(  # no plan given: the saved one
+        out, launch=second, show=lines.append, on_finished=lambda o, p: finished.append("x")
+    )
+    assert code == 0
+    assert second.calls == [
+        ["--resume", str(out / "selfplay-s1")],
+        [
+            "--run-dir",
+            str(out / "fixed_pool-s1"),
+            "--seed",
+            "1",
+            "--no-design",
+            "--iterations",
+            "3",
+        ],
+    ]
+    assert {p: p.read_bytes() for p in out.glob("*-s0/*")} == kept  # never touched again
+    assert len(finished) == 2
+    assert lines[0] == "[1/4] selfplay-s0: finished already"
+    assert lines[2] == "[3/4] selfplay-s1: continuing"
+    assert (out / "selfplay-s1.log").read_text() == "x\nx\n"  # the log is appended to
+    rows = [json.loads(line) for line in (out / "runs.jsonl").open()]
+    assert [r["run"] for r in rows] == [
+        "selfplay-s0",
+        "fixed_pool-s0",
+        "selfplay-s1",
+        "fixed_pool-s1",
+    ]
+
+    third = FakeTrain()
+    assert run_experiment(out, launch=third, show=lambda s: None) == 0
+    assert third.calls == []
+
+
+def test_a_failing_run_stops_the_experiment_with_its_status(tmp_path: Path) -> None:
+    calls: list[list[str]] = []
+
+    def failing(args: list[str], log: Path) -> int:
+        calls.append(args)
+        return 3
+
+    plan = Plan(seeds={"selfplay": 2})
+    assert run_experiment(tmp_path, plan, launch=failing, show=lambda s: None) == 3
+    assert len(calls) == 1
+
+
+def test_a_changed_plan_is_refused_and_a_second_runner_too(tmp_path: Path) -> None:
+    plan = Plan(seeds={"selfplay": 1})
+    assert run_experiment(tmp_path, plan, launch=FakeTrain(), show=lambda s: None) == 0
+    other = Plan(seeds={"selfplay": 1}, train_args=("--iterations", "2"))
+    with pytest.raises(UsageError, match="was planned as"):
+        run_experiment(tmp_path, other, launch=FakeTrain(), show=lambda s: None)
+    with _locked(tmp_path), pytest.raises(UsageError, match="another `spade experiment`"):
+        run_experiment(tmp_path, plan, launch=FakeTrain(), show=lambda s: None)
+    assert (tmp_path / run_name("selfplay", 0) / "summary.json").exists()
