@@ -21,6 +21,7 @@ warm-start training program) and `design/copies` (attempts refused as copies of 
 design's).
 
 The pieces live beside it: `spade.selfplay.admission` (design -> validate -> admit, with retries),
+`spade.selfplay.agent_samples` (the Agent's samples from its plays, under the token cap),
 `spade.selfplay.windows` (Designer samples scored when their window closes),
 `spade.selfplay.rundir` (checkpoint and resume).
 
@@ -44,14 +45,12 @@ from spade.backends.base import (
     Policy,
     Sample,
     SamplingParams,
-    episode_sample,
 )
 from spade.config import TrainConfig
 from spade.envs.pool import EpisodeRow, Pool
 from spade.prompts import PromptSettings
 from spade.rewards import (
     INVALID_DESIGN_REWARD,
-    group_advantages,
     paired_win_difference,
     win_rate_of,
 )
@@ -63,6 +62,7 @@ from spade.selfplay.admission import (
     design_and_admit,
     warm_start_programs,
 )
+from spade.selfplay.agent_samples import agent_samples_of
 from spade.selfplay.designer import SkillRotation
 from spade.selfplay.rollout import PlayRequest, Rollout, play
 from spade.selfplay.rundir import LoopState
@@ -163,7 +163,7 @@ def _score(
     """Agent samples (advantages per environment group, plain plays only), then the Designer
     samples whose window closes now: (agent samples, Designer samples, window metrics)."""
     play, design = ctx.cfg.play, ctx.cfg.design
-    agent_samples = _agent_samples(
+    agent_samples = agent_samples_of(
         rollouts,
         play.negative_weight,
         by_seed=play.plays_per_seed > 1,
@@ -399,53 +399,3 @@ def weighted_sample(weights: Sequence[float], k: int, rng: random.Random) -> lis
         raise ValueError(f"weights must be positive, got {list(weights)}")
     keys = [math.log(1.0 - rng.random()) / w for w in weights]
     return sorted(range(len(keys)), key=lambda i: -keys[i])[:k]
-
-
-def _agent_samples(
-    rollouts: Sequence[Rollout],
-    negative_weight: float = 1.0,
-    by_seed: bool = False,
-    token_cap: int | None = None,
-    rng: random.Random | None = None,
-) -> list[Sample]:
-    """The Agent's samples: GRPO advantages within each environment's plain plays (or each
-    seed's, `by_seed`), negative ones scaled by `negative_weight`, zero ones dropped. With
-    `token_cap`, whole groups are left out, in `rng`'s order, until the trained tokens fit
-    (`PlayConfig.agent_token_cap`); the kept samples stay in rollout order."""
-    groups: dict[tuple[str, int | None], list[Rollout]] = {}
-    for r in rollouts:
-        if not r.request.hinted and not r.error and r.completions:
-            key = (r.request.program.env_id, r.request.seed if by_seed else None)
-            groups.setdefault(key, []).append(r)
-    grouped: list[list[Sample]] = []
-    for group in groups.values():
-        advantages = group_advantages([r.return_ for r in group])
-        samples = []
-        for r, advantage in zip(group, advantages):
-            if advantage < 0.0:
-                advantage *= negative_weight
-            if advantage != 0.0 and all(c.trainable for c in r.completions):
-                samples.append(episode_sample(r.completions, advantage, "agent"))
-        if samples:
-            grouped.append(samples)
-    if token_cap is not None:
-        grouped = _within_token_cap(grouped, token_cap, rng or random.Random(0))
-    return [s for samples in grouped for s in samples]
-
-
-def _within_token_cap(
-    grouped: list[list[Sample]], cap: int, rng: random.Random
-) -> list[list[Sample]]:
-    """The groups kept under `cap` trained tokens: taken in a seeded random order, each one
-    that still fits is kept (in its original place); a group bigger than the cap on its own is
-    never kept."""
-    order = list(range(len(grouped)))
-    rng.shuffle(order)
-    kept: set[int] = set()
-    used = 0
-    for i in order:
-        tokens = sum(s.num_trained_tokens for s in grouped[i])
-        if used + tokens <= cap:
-            kept.add(i)
-            used += tokens
-    return [g for i, g in enumerate(grouped) if i in kept]
