@@ -206,9 +206,11 @@ def run_experiment(
             if walls:
                 left = sum(1 for a, s in todo[k - 1 :] if not _finished(out, a, s))
                 eta = f", about {left * sum(walls) / len(walls) / 60:.0f} min left at this pace"
-            show(f"{tag}: {'continuing' if args[0] == '--resume' else 'starting'}{eta}")
+            log = out / f"{run_name(arm, seed)}.log"
+            verb = "continuing" if args[0] == "--resume" else "starting"
+            show(f"{tag}: {verb}{eta}; its progress: {log}")
             started = time.monotonic()
-            code = launch(args, out / f"{run_name(arm, seed)}.log")
+            code = launch(args, log)
             if code != 0:
                 show(f"{tag}: `spade train` exited {code}; see {out / run_name(arm, seed)}.log")
                 return code

@@ -122,7 +122,7 @@ def test_a_killed_experiment_continues_without_redoing_a_finished_run(tmp_path: 
     assert {p: p.read_bytes() for p in out.glob("*-s0/*")} == kept  # never touched again
     assert len(finished) == 2
     assert lines[0] == "[1/4] selfplay-s0: finished already"
-    assert lines[2] == "[3/4] selfplay-s1: continuing"
+    assert lines[2] == f"[3/4] selfplay-s1: continuing; its progress: {out / 'selfplay-s1.log'}"
     assert (out / "selfplay-s1.log").read_text() == "x\nx\n"  # the log is appended to
     rows = [json.loads(line) for line in (out / "runs.jsonl").open()]
     assert [r["run"] for r in rows] == [
