@@ -14,11 +14,13 @@ def experiment(
     /,
     arms: tuple[str, ...] | None = None,
     train_args: str | None = None,
+    jobs: int = 1,
     table_only: bool = False,
 ) -> int:
     """Run the self-play replication: `spade train` once per arm and training seed, paired.
 
-    Runs one at a time in OUT/<arm>-s<seed>/, seed-major; a finished run is never redone and a
+    Runs `--jobs` at a time (a run's torch uses one thread: 2 keeps two cores busy) in
+    OUT/<arm>-s<seed>/, seed-major; a finished run is never redone and a
     killed one is continued, so the same command (or plain `spade experiment OUT`) picks up
     where a stopped experiment left off. After every finished run, OUT/results.json and
     OUT/table.md hold the paired comparisons (each arm against fixed_pool, paired by seed and
@@ -31,6 +33,8 @@ def experiment(
             solve_rate:5 separate_designer:5 untrained_designer:5; also learning_potential).
         train_args: `spade train` flags every run shares, one shell-quoted string (default:
             "--play.agent-token-cap 1500", the pre-registered equal-compute cap).
+        jobs: Runs at once (it changes their minutes, never their outcomes: they are budgeted
+            in steps).
         table_only: Only rewrite results.json and table.md from the finished runs.
     """
     from spade.config import UsageError
@@ -44,7 +48,7 @@ def experiment(
                 raise UsageError(f"{out} has no plan.json: nothing has been run there")
             code = 0
         else:
-            code = run_experiment(out, plan, on_finished=summarise)
+            code = run_experiment(out, plan, on_finished=summarise, jobs=jobs)
         summarise(out, settle_plan(out, plan))
         print((out / "table.md").read_text())
     except UsageError as err:

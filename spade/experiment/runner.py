@@ -1,8 +1,9 @@
 """The experiment's plan and its runs: every (arm, training seed) an ordinary `spade train` run
-in `OUT/<arm>-s<seed>/`, launched one at a time in a child process, seed-major (so a partial
-experiment still has every arm at its first seeds), finished runs never redone, a killed one
-continued with `--resume`, and the results (`spade.experiment.results`) rewritten after every
-run that finishes.
+in `OUT/<arm>-s<seed>/`, launched in a child process (`jobs` at a time: a run's torch uses one
+thread, so two runs keep two cores busy), seed-major (so a partial experiment still has every arm
+at its first seeds), finished runs never redone, a killed one continued with `--resume`, and the
+results (`spade.experiment.results`) rewritten after every run that finishes. Runs are budgeted
+in steps, so running them side by side changes their minutes, never their outcomes.
 
 The plan (arms, seeds per arm, the `spade train` flags every arm shares) is written to
 `OUT/plan.json` by the first call and must match on every later one: an experiment whose runs
@@ -24,7 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from spade.config import UsageError
 from spade.files import atomic_write_text
@@ -119,28 +120,45 @@ class Plan:
         return cls(seeds=seeds, train_args=flags)
 
 
-Launch = Callable[[list[str], Path], int]
-"""Runs `spade train ARGS` with its output appended to a log file; returns the exit status."""
+class Running(Protocol):
+    """A launched run: `poll()` its exit status (None while it runs), `stop()` it."""
+
+    def poll(self) -> int | None: ...
+
+    def stop(self) -> None: ...
 
 
-def launch_train(args: list[str], log: Path) -> int:
-    """`python -m spade train ARGS` in a child process; an interrupt (or the parent's death, on
-    Linux) stops the child too, so a resumed experiment never finds its run still going."""
-    with log.open("a") as out:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "spade", "train", *args],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
-        )
-        try:
-            return child.wait()
-        except BaseException:
-            child.send_signal(signal.SIGINT)
+Launch = Callable[[list[str], Path], Running]
+"""Starts `spade train ARGS` with its output appended to a log file."""
+
+
+class _Child:
+    def __init__(self, args: list[str], log: Path) -> None:
+        with log.open("a") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "spade", "train", *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            )
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def stop(self) -> None:
+        """SIGINT (the run stops between steps), then SIGKILL after two minutes."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
             with contextlib.suppress(subprocess.TimeoutExpired):
-                child.wait(timeout=120)
-            child.kill()
-            raise
+                self.process.wait(timeout=120)
+            self.process.kill()
+            self.process.wait()
+
+
+def launch_train(args: list[str], log: Path) -> Running:
+    """`python -m spade train ARGS` in a child process that dies with this one (on Linux), so a
+    resumed experiment never finds its run still going."""
+    return _Child(args, log)
 
 
 def _die_with_parent() -> None:
@@ -183,43 +201,71 @@ def run_experiment(
     launch: Launch = launch_train,
     show: Callable[[str], None] = print,
     on_finished: Callable[[Path, Plan], object] | None = None,
+    jobs: int = 1,
+    poll_seconds: float = 2.0,
 ) -> int:
-    """Run every unfinished run of the plan (module docstring); `on_finished` (the results
-    writer) after each run that finishes. Returns 0, or the first failing run's exit status."""
+    """Run every unfinished run of the plan (module docstring), up to `jobs` at once, in plan
+    order; `on_finished` (the results writer) after each run that finishes. Returns 0, or the
+    first failing run's exit status (after the runs still going have finished; none is started
+    after a failure). An interrupt stops the runs going and is raised again."""
+    if jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {jobs}")
     out.mkdir(parents=True, exist_ok=True)
     with _locked(out):
         plan = settle_plan(out, plan)
         todo = plan.runs()
-        walls: list[float] = []
+        waiting: list[tuple[int, str, int]] = []
         for k, (arm, seed) in enumerate(todo, 1):
-            run_dir = out / run_name(arm, seed)
-            tag = f"[{k}/{len(todo)}] {run_name(arm, seed)}"
-            if (run_dir / "summary.json").exists():
-                show(f"{tag}: finished already")
-                continue
-            if (run_dir / "state.json").exists():
-                args = ["--resume", str(run_dir)]
+            if _finished(out, arm, seed):
+                show(f"[{k}/{len(todo)}] {run_name(arm, seed)}: finished already")
             else:
-                args = ["--run-dir", str(run_dir), "--seed", str(seed), *ARMS[arm]]
-                args += plan.train_args
-            eta = ""
-            if walls:
-                left = sum(1 for a, s in todo[k - 1 :] if not _finished(out, a, s))
-                eta = f", about {left * sum(walls) / len(walls) / 60:.0f} min left at this pace"
-            log = out / f"{run_name(arm, seed)}.log"
-            verb = "continuing" if args[0] == "--resume" else "starting"
-            show(f"{tag}: {verb}{eta}; its progress: {log}")
-            started = time.monotonic()
-            code = launch(args, log)
-            if code != 0:
-                show(f"{tag}: `spade train` exited {code}; see {out / run_name(arm, seed)}.log")
-                return code
-            walls.append(time.monotonic() - started)
-            show(f"{tag}: finished in {walls[-1] / 60:.1f} min")
-            _log_run(out, arm, seed, walls[-1])
-            if on_finished is not None:
-                on_finished(out, plan)
-    return 0
+                waiting.append((k, arm, seed))
+        running: dict[tuple[str, int], tuple[str, Running, float]] = {}
+        walls: list[float] = []
+        failed = 0
+        try:
+            while (waiting and not failed) or running:
+                while waiting and len(running) < jobs and not failed:
+                    k, arm, seed = waiting.pop(0)
+                    tag = f"[{k}/{len(todo)}] {run_name(arm, seed)}"
+                    args = _command(out, plan, arm, seed)
+                    eta = ""
+                    if walls:
+                        left = (len(waiting) + len(running) + 1) / jobs
+                        eta = f", about {left * sum(walls) / len(walls) / 60:.0f} min left"
+                    log = out / f"{run_name(arm, seed)}.log"
+                    verb = "continuing" if args[0] == "--resume" else "starting"
+                    show(f"{tag}: {verb}{eta}; its progress: {log}")
+                    running[(arm, seed)] = (tag, launch(args, log), time.monotonic())
+                ended = [
+                    (key, code) for key, r in running.items() if (code := r[1].poll()) is not None
+                ]
+                if not ended:
+                    time.sleep(poll_seconds)
+                for (arm, seed), code in ended:
+                    tag, _, started = running.pop((arm, seed))
+                    if code != 0:
+                        show(f"{tag}: `spade train` exited {code}; see its log")
+                        failed = failed or code
+                        continue
+                    walls.append(time.monotonic() - started)
+                    show(f"{tag}: finished in {walls[-1] / 60:.1f} min")
+                    _log_run(out, arm, seed, walls[-1], jobs)
+                    if on_finished is not None:
+                        on_finished(out, plan)
+        except BaseException:
+            for _, child, _ in running.values():
+                child.stop()
+            raise
+    return failed
+
+
+def _command(out: Path, plan: Plan, arm: str, seed: int) -> list[str]:
+    """`spade train`'s arguments for a run: continue it, or start it with its arm's flags."""
+    run_dir = out / run_name(arm, seed)
+    if (run_dir / "state.json").exists():
+        return ["--resume", str(run_dir)]
+    return ["--run-dir", str(run_dir), "--seed", str(seed), *ARMS[arm], *plan.train_args]
 
 
 def _finished(out: Path, arm: str, seed: int) -> bool:
@@ -235,9 +281,9 @@ def finished_runs(out: Path, plan: Plan) -> list[tuple[str, int, Path]]:
     ]
 
 
-def _log_run(out: Path, arm: str, seed: int, seconds: float) -> None:
+def _log_run(out: Path, arm: str, seed: int, seconds: float, jobs: int) -> None:
     """One line in `OUT/runs.jsonl` per launch that finished a run: its wall seconds (of this
-    launch: a resumed run has several lines) and the machine it ran on."""
+    launch), the runs allowed at once beside it, and the machine it ran on."""
     cpu = ""
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -246,5 +292,6 @@ def _log_run(out: Path, arm: str, seed: int, seconds: float) -> None:
                 break
     row = {"run": run_name(arm, seed), "seconds": round(seconds, 1), "cpu": cpu}
     row["cores"] = os.cpu_count()
+    row["jobs"] = jobs
     with (out / "runs.jsonl").open("a") as f:
         f.write(json.dumps(row) + "\n")

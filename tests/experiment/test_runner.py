@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -21,6 +22,19 @@ from spade.experiment.runner import (
 )
 
 
+class Done:
+    """A run that has already ended with `code`."""
+
+    def __init__(self, code: int = 0) -> None:
+        self.code = code
+
+    def poll(self) -> int | None:
+        return self.code
+
+    def stop(self) -> None:
+        raise AssertionError("an ended run is never stopped")
+
+
 class FakeTrain:
     """Stands in for `spade train`: a new run writes config.json and state.json, then
     summary.json; `kill_at` names a run that is 'killed' (KeyboardInterrupt, as the runner sees
@@ -30,7 +44,7 @@ class FakeTrain:
         self.kill_at = kill_at
         self.calls: list[list[str]] = []
 
-    def __call__(self, args: list[str], log: Path) -> int:
+    def __call__(self, args: list[str], log: Path) -> Done:
         self.calls.append(list(args))
         log.write_text(log.read_text() + "x\n" if log.exists() else "x\n")
         if args[0] == "--resume":
@@ -44,7 +58,7 @@ class FakeTrain:
             if run_dir.name == self.kill_at:
                 raise KeyboardInterrupt
         (run_dir / "summary.json").write_text(json.dumps({"made_by": args}))
-        return 0
+        return Done()
 
 
 def test_the_plan_runs_seed_major_with_each_arms_flags() -> None:
@@ -83,7 +97,7 @@ def test_a_killed_experiment_continues_without_redoing_a_finished_run(tmp_path: 
     plan = Plan(seeds={"selfplay": 2, "fixed_pool": 2}, train_args=("--iterations", "3"))
     first = FakeTrain(kill_at="selfplay-s1")
     with pytest.raises(KeyboardInterrupt):
-        run_experiment(out, plan, launch=first, show=lambda s: None)
+        run_experiment(out, plan, launch=first, show=lambda s: None, poll_seconds=0)
     assert first.calls == [
         ["--run-dir", str(out / "selfplay-s0"), "--seed", "0", "--iterations", "3"],
         [
@@ -140,9 +154,9 @@ def test_a_killed_experiment_continues_without_redoing_a_finished_run(tmp_path: 
 def test_a_failing_run_stops_the_experiment_with_its_status(tmp_path: Path) -> None:
     calls: list[list[str]] = []
 
-    def failing(args: list[str], log: Path) -> int:
+    def failing(args: list[str], log: Path) -> Done:
         calls.append(args)
-        return 3
+        return Done(3)
 
     plan = Plan(seeds={"selfplay": 2})
     assert run_experiment(tmp_path, plan, launch=failing, show=lambda s: None) == 3
@@ -158,3 +172,88 @@ def test_a_changed_plan_is_refused_and_a_second_runner_too(tmp_path: Path) -> No
     with _locked(tmp_path), pytest.raises(UsageError, match="another `spade experiment`"):
         run_experiment(tmp_path, plan, launch=FakeTrain(), show=lambda s: None)
     assert (tmp_path / run_name("selfplay", 0) / "summary.json").exists()
+
+
+class Slow:
+    """A run that ends after `polls` polls; counts the runs going at once."""
+
+    going: ClassVar[list[str]] = []
+    most = 0
+
+    def __init__(self, name: str, polls: int, code: int = 0) -> None:
+        self.name, self.polls, self.code = name, polls, code
+        Slow.going.append(name)
+        Slow.most = max(Slow.most, len(Slow.going))
+
+    def poll(self) -> int | None:
+        self.polls -= 1
+        if self.polls > 0:
+            return None
+        if self.name in Slow.going:
+            Slow.going.remove(self.name)
+        return self.code
+
+    def stop(self) -> None:
+        Slow.going.remove(self.name)
+        self.polls = -99
+
+
+def test_two_jobs_run_two_at_a_time_in_plan_order(tmp_path: Path) -> None:
+    Slow.going, Slow.most = [], 0
+    started: list[str] = []
+
+    def launch(args: list[str], log: Path) -> Slow:
+        run_dir = Path(args[args.index("--run-dir") + 1])
+        started.append(run_dir.name)
+        run_dir.mkdir()
+        (run_dir / "summary.json").write_text("{}")  # what the real run leaves when it ends
+        return Slow(run_dir.name, polls=2 if run_dir.name == "selfplay-s0" else 1)
+
+    plan = Plan(seeds={"selfplay": 2, "fixed_pool": 2})
+    lines: list[str] = []
+    assert run_experiment(tmp_path, plan, launch, lines.append, jobs=2, poll_seconds=0) == 0
+    assert started == ["selfplay-s0", "fixed_pool-s0", "selfplay-s1", "fixed_pool-s1"]
+    assert Slow.most == 2 and Slow.going == []
+    # fixed_pool-s0 ends first; selfplay-s1 takes its place while selfplay-s0 still runs
+    assert [line.split(":")[0] for line in lines if "finished in" in line] == [
+        "[2/4] fixed_pool-s0",
+        "[1/4] selfplay-s0",
+        "[3/4] selfplay-s1",
+        "[4/4] fixed_pool-s1",
+    ]
+    rows = [json.loads(line) for line in (tmp_path / "runs.jsonl").open()]
+    assert {r["jobs"] for r in rows} == {2}
+    with pytest.raises(UsageError, match="--jobs"):
+        run_experiment(tmp_path, plan, launch, lines.append, jobs=0)
+
+
+def test_after_a_failure_the_runs_going_finish_and_no_new_one_starts(tmp_path: Path) -> None:
+    Slow.going, Slow.most = [], 0
+    started: list[str] = []
+
+    def launch(args: list[str], log: Path) -> Slow:
+        name = Path(args[args.index("--run-dir") + 1]).name
+        started.append(name)
+        return Slow(
+            name, polls=1 if name == "selfplay-s0" else 4, code=5 if name == "selfplay-s0" else 0
+        )
+
+    plan = Plan(seeds={"selfplay": 2, "fixed_pool": 2})
+    assert run_experiment(tmp_path, plan, launch, lambda s: None, jobs=2, poll_seconds=0) == 5
+    assert started == ["selfplay-s0", "fixed_pool-s0"] and Slow.going == []
+
+
+def test_an_interrupt_stops_every_run_going(tmp_path: Path) -> None:
+    # two runs going when the third launch is interrupted: both are stopped, then it is raised
+    Slow.going, Slow.most = [], 0
+
+    def launch(args: list[str], log: Path) -> Slow:
+        name = Path(args[args.index("--run-dir") + 1]).name
+        if name == "selfplay-s1":
+            raise KeyboardInterrupt
+        return Slow(name, polls=10**6)
+
+    plan = Plan(seeds={"selfplay": 2, "fixed_pool": 2})
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(tmp_path, plan, launch, lambda s: None, jobs=3, poll_seconds=0)
+    assert Slow.most == 2 and Slow.going == []
