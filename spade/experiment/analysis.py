@@ -243,6 +243,15 @@ def compute_of(run: RunResult) -> dict[str, float]:
     }
 
 
+def metric(row: Mapping[str, Any], key: str) -> float | None:
+    """A metrics row's value of `key`: a number, or the `mean` of an estimate with an interval
+    (`new_design_regret`); None when the iteration has none."""
+    value = row.get(key)
+    if isinstance(value, Mapping):
+        value = value.get("mean")
+    return None if value is None else float(value)
+
+
 def arm_curves(runs: Sequence[RunResult], arm: str, key: str) -> dict[int, list[float]]:
     """Per iteration, the values of metric `key` over the arm's runs (`near_subset` for the
     learning curve, with the warm start's at iteration 0)."""
@@ -253,7 +262,7 @@ def arm_curves(runs: Sequence[RunResult], arm: str, key: str) -> dict[int, list[
         points = (
             r.curve
             if key == "near_subset"
-            else [(m["iteration"], m[key]) for m in r.iterations if m.get(key) is not None]
+            else [(m["iteration"], v) for m in r.iterations if (v := metric(m, key)) is not None]
         )
         for it, value in points:
             out.setdefault(int(it), []).append(float(value))

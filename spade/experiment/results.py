@@ -24,6 +24,7 @@ from spade.experiment.analysis import (
     compute_of,
     curve_area,
     load_run,
+    metric,
     power,
     sign_flip_p,
 )
@@ -144,20 +145,9 @@ def _arm_row(runs: Sequence[RunResult], areas: dict[int, float]) -> dict[str, An
             ]
             row.setdefault(endpoint, {})[when] = _mean(rates)
     row["curve_area"] = _mean(list(areas.values()))
-    valid = [
-        m["valid_design_rate"]
-        for r in runs
-        for m in r.iterations
-        if m.get("valid_design_rate") is not None
-    ]
-    regret = [
-        m["new_design_regret"]
-        for r in runs
-        for m in r.iterations
-        if m.get("new_design_regret") is not None
-    ]
-    row["valid_design_rate"] = _mean(valid)
-    row["new_design_regret"] = _mean(regret)
+    for key in ("valid_design_rate", "new_design_regret"):
+        values = [v for r in runs for m in r.iterations if (v := metric(m, key)) is not None]
+        row[key] = _mean(values)
     computes = [compute_of(r) for r in runs]
     row["compute"] = {k: _mean([c[k] for c in computes]) for k in COMPUTE_KEYS}
     return row

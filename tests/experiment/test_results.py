@@ -78,7 +78,8 @@ def _write_run(
             },
         }
         if designing and it == 1:
-            row.update(valid_design_rate=0.5, new_design_regret=0.1)
+            regret = {"mean": 0.1, "low": -0.2, "high": 0.4, "pairs": 8}  # as the loop writes it
+            row.update(valid_design_rate=0.5, new_design_regret=regret)
         if it == 2:
             row["near_subset_win_rate"] = curve[-1]
         rows.append(row)
@@ -188,6 +189,8 @@ def test_results_hold_the_primary_comparison_power_and_compute(tmp_path: Path) -
     assert (
         fp["valid_design_rate"] is None and result["arms"]["selfplay"]["valid_design_rate"] == 0.5
     )
+    assert fp["new_design_regret"] is None
+    assert result["arms"]["selfplay"]["new_design_regret"] == pytest.approx(0.1)  # the mean
     table = (tmp_path / "table.md").read_text()
     assert "| selfplay - fixed_pool | near+far | 2 |" in table
     assert "| fixed_pool | 8 | 80 | 300 | 0 | 0 | 0.0 min | 1 x 10 | 2.0 min |" in table
