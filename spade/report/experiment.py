@@ -64,7 +64,8 @@ def build_report(experiment: Path, out: Path | None = None) -> Path:
         for arm in arms:
             curves = arm_curves(runs, arm, key)
             if curves:
-                _band(ax, curves, f"{arm} ({result['arms'][arm]['seeds']} seeds)", colors[arm])
+                n = result["arms"][arm]["seeds"]
+                _band(ax, curves, f"{arm} ({n} seed{'s' if n > 1 else ''})", colors[arm])
         ax.set_xlabel("iteration")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
@@ -82,6 +83,15 @@ def build_report(experiment: Path, out: Path | None = None) -> Path:
             fmt="o",
             color=color,
             capsize=3,
+        )
+    if not rows:
+        ax.text(
+            0.5,
+            0.5,
+            "no paired comparison yet: an arm and fixed_pool\nmust share a finished seed",
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
         )
     ax.axvline(0, color="grey", linewidth=1)
     ax.set_yticks(
