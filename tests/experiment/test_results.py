@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -206,8 +207,12 @@ def test_the_report_draws_curves_with_bands_and_the_differences(tmp_path: Path) 
     (tmp_path / "plan.json").write_text(json.dumps(Plan(seeds={"selfplay": 2}).to_json()))
     with pytest.raises(FileNotFoundError, match="no finished run"):
         build_report(tmp_path)
+    _write_run(tmp_path, "selfplay", 0, 200, 60)  # one arm alone: curves, no comparison yet
+    assert build_report(tmp_path).exists()
+    assert json.loads((tmp_path / "results.json").read_text())["comparisons"] == []
     plan = Plan(seeds={"selfplay": 2, "fixed_pool": 2})
     (tmp_path / "plan.json").write_text(json.dumps(plan.to_json()))
+    shutil.rmtree(tmp_path / "selfplay-s0")
     for seed in range(2):
         _write_run(tmp_path, "selfplay", seed, 200, 60, curve=(0.5, 0.7 + 0.05 * seed))
         _write_run(tmp_path, "fixed_pool", seed, 190, 60)
