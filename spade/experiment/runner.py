@@ -252,7 +252,13 @@ def run_experiment(
                     show(f"{tag}: finished in {walls[-1] / 60:.1f} min")
                     _log_run(out, arm, seed, walls[-1], jobs)
                     if on_finished is not None:
-                        on_finished(out, plan)
+                        try:
+                            on_finished(out, plan)
+                        except Exception as err:  # noqa: BLE001 - the runs matter more than tables
+                            show(
+                                f"results not written ({err!r}); the runs go on, and "
+                                f"`spade experiment {out} --table-only` writes them later"
+                            )
         except BaseException:
             for _, child, _ in running.values():
                 child.stop()

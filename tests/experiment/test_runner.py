@@ -257,3 +257,15 @@ def test_an_interrupt_stops_every_run_going(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         run_experiment(tmp_path, plan, launch, lambda s: None, jobs=3, poll_seconds=0)
     assert Slow.most == 2 and Slow.going == []
+
+
+def test_a_failing_results_writer_does_not_stop_the_runs(tmp_path: Path) -> None:
+    def broken(out: Path, plan: Plan) -> None:
+        raise TypeError("must be real number, not dict")
+
+    lines: list[str] = []
+    plan = Plan(seeds={"selfplay": 2})
+    fake = FakeTrain()
+    code = run_experiment(tmp_path, plan, fake, lines.append, on_finished=broken, poll_seconds=0)
+    assert code == 0 and len(fake.calls) == 2
+    assert sum("results not written (TypeError(" in line for line in lines) == 2
