@@ -30,10 +30,8 @@ from typing import Any
 import numpy as np
 
 from spade.evals.sets import EvalSet, far_set, near_set
+from spade.evals.winrate import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
 
-RESAMPLES = 10_000
-"""Bootstrap resamples of every interval here."""
-BOOTSTRAP_SEED = 0
 ENDPOINTS: tuple[str, ...] = (
     "near+far",
     "near",
@@ -137,16 +135,9 @@ class Comparison:
     def to_json(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
 
-    def line(self) -> str:
-        return (
-            f"{self.arm} - {self.reference}, {self.endpoint}: {100 * self.difference:+.1f} points "
-            f"[{100 * self.low:+.1f}, {100 * self.high:+.1f}] over {len(self.seeds)} seeds x "
-            f"{self.items} items, p = {self.p_value:.3f}"
-        )
-
 
 def hierarchical_bootstrap(
-    diffs: np.ndarray, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED
+    diffs: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
 ) -> tuple[float, float]:
     """95% percentile interval of the mean of `diffs` (seeds x items), resampling seeds and
     items independently with replacement (module docstring)."""
@@ -176,6 +167,18 @@ def compare(
     """`arm` against `reference` on `endpoint` (None without a seed both finished)."""
     mine = {r.seed: r.after[endpoint] for r in runs if r.arm == arm and endpoint in r.after}
     theirs = {r.seed: r.after[endpoint] for r in runs if r.arm == reference and endpoint in r.after}
+    return compare_values(mine, theirs, arm, reference, endpoint)
+
+
+def compare_values(
+    mine: Mapping[int, Sequence[float]],
+    theirs: Mapping[int, Sequence[float]],
+    arm: str,
+    reference: str,
+    endpoint: str,
+) -> Comparison | None:
+    """Per seed, values of `arm` minus `reference`'s over the same items (one item for a
+    per-run scalar such as the curve area: then the bootstrap resamples seeds only)."""
     seeds = tuple(sorted(set(mine) & set(theirs)))
     if not seeds:
         return None

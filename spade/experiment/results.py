@@ -15,18 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from spade.experiment.analysis import (
     ENDPOINTS,
     RunResult,
     compare,
+    compare_values,
     compute_of,
     curve_area,
     load_run,
     metric,
     power,
-    sign_flip_p,
 )
 from spade.experiment.runner import REFERENCE, Plan, finished_runs
 from spade.files import atomic_write_text
@@ -56,34 +54,11 @@ def load_runs(out: Path, plan: Plan) -> list[RunResult]:
     return runs
 
 
-def _seed_comparison(values: dict[str, dict[int, float]], arm: str, ref: str) -> dict | None:
-    """Per-seed scalar (the curve area) of `arm` minus `ref`: mean, seed-bootstrap 95%
-    interval, sign-flip p."""
-    mine, theirs = values.get(arm, {}), values.get(ref, {})
-    seeds = sorted(set(mine) & set(theirs))
-    if not seeds:
-        return None
-    diffs = np.array([mine[s] - theirs[s] for s in seeds])
-    rng = np.random.default_rng(0)
-    means = diffs[rng.integers(0, len(diffs), size=(10_000, len(diffs)))].mean(axis=1)
-    low, high = np.quantile(means, [0.025, 0.975])
-    return {
-        "arm": arm,
-        "reference": ref,
-        "endpoint": "near-subset curve area",
-        "seeds": seeds,
-        "per_seed": diffs.tolist(),
-        "difference": float(diffs.mean()),
-        "low": float(low),
-        "high": float(high),
-        "p_value": sign_flip_p(diffs.tolist()),
-    }
-
-
-def summarise(out: Path, plan: Plan) -> dict[str, Any]:
-    """The results of the plan's finished runs (module docstring); written to
-    `OUT/results.json` and `OUT/table.md`, and returned."""
-    runs = load_runs(out, plan)
+def summarise(out: Path, plan: Plan, runs: Sequence[RunResult] | None = None) -> dict[str, Any]:
+    """The results of the plan's finished runs (module docstring; `runs`: already loaded);
+    written to `OUT/results.json` and `OUT/table.md`, and returned."""
+    if runs is None:
+        runs = load_runs(out, plan)
     arms = [a for a in plan.seeds if any(r.arm == a for r in runs)]
     comparisons: list[dict[str, Any]] = []
     for arm in arms:
@@ -104,8 +79,13 @@ def summarise(out: Path, plan: Plan) -> dict[str, Any]:
         if area is not None:
             areas.setdefault(r.arm, {})[r.seed] = area
     for arm in arms:
-        if arm != REFERENCE and (c2 := _seed_comparison(areas, arm, REFERENCE)) is not None:
-            comparisons.append(c2)
+        if arm == REFERENCE:
+            continue
+        mine = {s: [a] for s, a in areas.get(arm, {}).items()}
+        theirs = {s: [a] for s, a in areas.get(REFERENCE, {}).items()}
+        c = compare_values(mine, theirs, arm, REFERENCE, "near-subset curve area")
+        if c is not None:
+            comparisons.append(c.to_json())
     primary = next(
         (c for c in comparisons if (c["arm"], c["reference"], c["endpoint"]) == PRIMARY), None
     )

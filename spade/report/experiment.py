@@ -21,7 +21,7 @@ from spade.files import atomic_write_text
 def _band(ax: Any, curves: dict[int, list[float]], label: str, color: str) -> None:
     xs = list(curves)
     ys = [sum(v) / len(v) for v in curves.values()]
-    ax.plot(xs, ys, marker="o", markersize=3, color=color, label=f"{label}")
+    ax.plot(xs, ys, marker="o", markersize=3, color=color, label=label)
     ax.fill_between(
         xs,
         [min(v) for v in curves.values()],
@@ -47,7 +47,7 @@ def build_report(experiment: Path, out: Path | None = None) -> Path:
     runs = load_runs(experiment, plan)
     if not runs:
         raise FileNotFoundError(f"{experiment} holds no finished run (<arm>-s<seed>/summary.json)")
-    result = summarise(experiment, plan)
+    result = summarise(experiment, plan, runs)
     arms = list(result["arms"])
     colors = {arm: f"C{i}" for i, arm in enumerate(plan.seeds)}
     fig, axes = plt.subplots(2, 2, figsize=(14, 9.5))
