@@ -54,16 +54,6 @@ from spade.sandbox.contract import SandboxConfig, SandboxError
 from spade.sandbox.session import Session
 
 WORKER = str(Path(__file__).with_name("worker.py"))
-LAYERS = (
-    "network_namespace",
-    "private_tmpfs",
-    "scratch_quota",
-    "cgroup",
-    "rlimits",
-    "landlock",
-    "unprivileged_uid",
-    "seccomp",
-)
 
 
 def strict_preload(preload: tuple[str, ...], code: str) -> tuple[str, ...]:
