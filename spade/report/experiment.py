@@ -39,6 +39,7 @@ def build_report(experiment: Path, out: Path | None = None) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     plan_path = experiment / "plan.json"
     if not plan_path.exists():
@@ -50,7 +51,7 @@ def build_report(experiment: Path, out: Path | None = None) -> Path:
     result = summarise(experiment, plan, runs)
     arms = list(result["arms"])
     colors = {arm: f"C{i}" for i, arm in enumerate(plan.seeds)}
-    fig, axes = plt.subplots(2, 2, figsize=(14, 9.5))
+    fig, axes = plt.subplots(2, 2, figsize=(15, 10), layout="constrained")
     fig.suptitle(
         f"{experiment.name}: lines are means over training seeds, bands span min to max",
         fontsize=11,
@@ -67,6 +68,7 @@ def build_report(experiment: Path, out: Path | None = None) -> Path:
                 n = result["arms"][arm]["seeds"]
                 _band(ax, curves, f"{arm} ({n} seed{'s' if n > 1 else ''})", colors[arm])
         ax.set_xlabel("iteration")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.grid(alpha=0.3)
@@ -105,7 +107,6 @@ def build_report(experiment: Path, out: Path | None = None) -> Path:
     ax.set_xlabel("after-accuracy difference, points (95% CI, paired by seed and item)")
     ax.set_title("paired differences")
     ax.grid(alpha=0.3, axis="x")
-    fig.tight_layout()
     out = out or experiment / "report"
     out.mkdir(parents=True, exist_ok=True)
     path = out / "experiment.png"
