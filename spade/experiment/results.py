@@ -177,8 +177,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines += [
         "",
         "| arm | Agent optimizer steps | plain Agent episodes | Agent tokens trained | Designer "
-        "samples | Designer tokens trained | Designer sampling | models x trainable layers | "
-        "wall time |",
+        "samples trained | Designer tokens trained | Designer sampling | models x trainable "
+        "layers | wall time |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for arm, row in result["arms"].items():
