@@ -317,7 +317,9 @@ class RaySandbox:
 
         if not host.alive:
             raise SandboxError("crashed", f"sandbox host {host.name} was lost")
-        deadline = max(self.config.call_timeout_s, self.config.load_timeout_s) + HOST_GRACE_S
+        config = self.config
+        slowest = max(config.call_timeout_s, config.start_timeout_s + config.load_timeout_s)
+        deadline = slowest + HOST_GRACE_S  # an open waits for the start and then the load
         try:
             return await asyncio.wait_for(getattr(host.actor, method).remote(*args), deadline)
         except asyncio.TimeoutError:

@@ -33,8 +33,14 @@ class SandboxConfig:
     """Deadline of one reset, step, tool call or solution() call."""
     load_timeout_s: float = 10.0
     """Deadline for executing the file and constructing the environment, timed from when the
-    worker is ready; starting the worker (a fresh interpreter in strict mode) has a deadline of
-    the same length of its own."""
+    worker is ready (its start is bounded by `start_timeout_s`)."""
+    start_timeout_s: float = 30.0
+    """Deadline for the sandbox's own start of a worker: the zygote's fork (a fresh interpreter
+    in strict mode) until the worker has isolated itself and said hello. No program code runs
+    before that, so this is not the program's deadline and is generous: on a loaded 2-core
+    machine (hostile programs in the sessions beside it, a Ray node starting) a fork took over
+    3 s, and a start timed by the program's `load_timeout_s` was failed as the program's fault
+    (CI, session 21)."""
     episode_timeout_s: float = 120.0
     """Time a session's environment may spend in calls, all calls together (the time a model
     takes between calls does not count)."""

@@ -218,8 +218,8 @@ class Session:
         return reply.get("value")
 
     async def _started(self) -> None:
-        """Wait for the worker's hello (it has started and isolated itself), within its own
-        `load_timeout_s`. The program's load is timed from there: a fresh interpreter's start
+        """Wait for the worker's hello (it has started and isolated itself), within
+        `start_timeout_s`. The program's load is timed from there: a fresh interpreter's start
         (strict mode: Python, the preload, the layers; ~0.2 s, seconds on a busy machine) is
         not the program's, and counted in its deadline it failed a program that loads in 1 s
         under a 3 s deadline."""
@@ -227,9 +227,9 @@ class Session:
             self._hello.result()  # a worker that died before its hello: raise why
             return
         try:
-            await asyncio.wait_for(asyncio.shield(self._hello), self.config.load_timeout_s)
+            await asyncio.wait_for(asyncio.shield(self._hello), self.config.start_timeout_s)
         except asyncio.TimeoutError:
-            limit = f"{self.config.load_timeout_s:g} s deadline"
+            limit = f"{self.config.start_timeout_s:g} s start deadline"
             self._fail("timeout", f"worker start exceeded the {limit}")
             raise SandboxError("timeout", f"worker start exceeded the {limit}") from None
         except SandboxError as exc:

@@ -337,10 +337,15 @@ class Sandbox:
                 [req_r, rep_w, out_w],
             )
             try:
-                session.pid, session.pidfd = await asyncio.wait_for(fut, self.config.load_timeout_s)
+                session.pid, session.pidfd = await asyncio.wait_for(
+                    fut, self.config.start_timeout_s
+                )
             except asyncio.TimeoutError:
                 self._spawns.pop(spawn_id, None)
-                raise SandboxError("timeout", "the zygote did not fork a worker in time") from None
+                limit = f"{self.config.start_timeout_s:g} s start deadline"
+                raise SandboxError(
+                    "timeout", f"the zygote did not fork a worker in the {limit}"
+                ) from None
         self._by_pid[session.pid] = session
 
     def _spawn_strict(

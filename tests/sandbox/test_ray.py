@@ -69,12 +69,17 @@ def cluster() -> Iterator[Any]:
     c.shutdown()
 
 
-def _verdicts(programs: Sequence[Program], sandbox_factory: Any, cfg: SandboxConfig) -> list[Any]:
+def _verdicts(
+    programs: Sequence[Program], sandbox_factory: Any, cfg: SandboxConfig, concurrency: int = 4
+) -> list[Any]:
     async def run() -> list[Any]:
         sandbox = await sandbox_factory(cfg).start()
         try:
             return await validate_many(
-                programs, sandbox, ValidatorConfig(probe_seeds=2, solution_seeds=1), concurrency=4
+                programs,
+                sandbox,
+                ValidatorConfig(probe_seeds=2, solution_seeds=1),
+                concurrency=concurrency,
             )
         finally:
             await sandbox.aclose()
@@ -105,7 +110,7 @@ def test_bundled_environments_validate_identically_through_ray(cluster: Any) -> 
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # FAST's 1 s and 3 s deadlines, local against Ray: any load spike differs
+@pytest.mark.alone  # FAST's 1 s and 3 s deadlines, local against Ray: load spikes differ
 def test_hostile_verdicts_are_the_same_through_ray(cluster: Any) -> None:
     # output_flood is left out: it writes 100 MB in one step, and whether that fits a step's
     # deadline depends on the machine's load, locally as through Ray (test_hostile checks it)
@@ -115,18 +120,29 @@ def test_hostile_verdicts_are_the_same_through_ray(cluster: Any) -> None:
         if p.stem != "output_flood"
     ]
     cfg = FAST
-    local_verdicts = _verdicts(programs, Sandbox, cfg)
-    # one host: signal_parent reports its parent's pid, which differs between two hosts, so its
-    # determinism check fails where replays land on both (rightly: it depends on placement)
-    remote_verdicts = _verdicts(programs, lambda c: RaySandbox(c, hosts=1), cfg)
-    local, remote = _summary(local_verdicts), _summary(remote_verdicts)
+
+    def both(programs: list[Program], concurrency: int) -> list[tuple[Program, Any, Any]]:
+        local = _verdicts(programs, Sandbox, cfg, concurrency)
+        # one host: signal_parent reports its parent's pid, which differs between two hosts, so
+        # its determinism check fails where replays land on both (rightly: it depends on placement)
+        remote = _verdicts(programs, lambda c: RaySandbox(c, hosts=1), cfg, concurrency)
+        return list(zip(programs, local, remote))
+
+    def differing(triples: list[tuple[Program, Any, Any]]) -> list[tuple[Program, Any, Any]]:
+        return [(p, a, b) for p, a, b in triples if _summary([a]) != _summary([b])]
+
+    verdicts = both(programs, concurrency=4)
+    # FAST's 1 s step deadline is wall-clock: a load spike on one side only (seen in CI: a step of
+    # disk_fill.py past 1 s beside a busy process) makes one verdict differ. A program that
+    # differs is judged again, one at a time, on both sides: a real difference between the two
+    # sandboxes (a layer missing through Ray, a lost failure) is the same every time and stays
+    spike = differing(verdicts)
     differ = [
         (p.source, [str(f) for f in a.failures], [str(f) for f in b.failures])
-        for p, a, b, x, y in zip(programs, local_verdicts, remote_verdicts, local, remote)
-        if x != y
+        for p, a, b in differing(both([p for p, _, _ in spike], concurrency=1) if spike else [])
     ]
-    assert not differ, differ  # (program, local failures, failures through Ray)
-    assert sum(admitted for admitted, _ in remote) < len(programs) // 2
+    assert not differ, differ  # (program, local failures, failures through Ray), judged twice
+    assert sum(v.admitted for _, _, v in verdicts) < len(programs) // 2
 
 
 def test_sessions_go_to_the_least_loaded_host_and_back_pressure_waits(cluster: Any) -> None:

@@ -1,17 +1,18 @@
 """What a fresh (strict) interpreter imports before isolation: the standard library and numpy
 always, other preloaded packages only for a program that imports them; and that its start does
-not count in the program's load deadline."""
+not count in the program's load deadline but in a start deadline of its own."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 from pathlib import Path
 
 import pytest
 
-from spade.sandbox import Sandbox, SandboxConfig, supervisor
+from spade.sandbox import Sandbox, SandboxConfig, SandboxError, supervisor
 from spade.sandbox.supervisor import strict_preload
 
 REPORT = """{imports}
@@ -96,7 +97,7 @@ def test_the_load_deadline_counts_the_programs_load_not_the_workers_start(
         warm_workers=0, load_timeout_s=2.5, preload=(*SandboxConfig().preload, "spade_slowstart")
     )
 
-    async def load_strict() -> tuple[str, float]:
+    async def load_strict(config: SandboxConfig) -> tuple[str, float]:
         async with Sandbox(config) as sandbox:
             started = time.monotonic()
             session = await sandbox.open(SLOW_LOAD, strict=True)
@@ -105,5 +106,9 @@ def test_the_load_deadline_counts_the_programs_load_not_the_workers_start(
             await session.close()
             return obs, took
 
-    obs, took = asyncio.run(load_strict())
+    obs, took = asyncio.run(load_strict(config))
     assert obs == "ready" and took >= 3.0  # both waits happened, neither ran past 2.5 s
+    # the start has a deadline of its own (the sandbox's, not the program's): 1.5 s is over 1 s
+    with pytest.raises(SandboxError) as caught:
+        asyncio.run(load_strict(dataclasses.replace(config, start_timeout_s=1.0)))
+    assert caught.value.kind == "timeout" and "1 s start deadline" in str(caught.value)
