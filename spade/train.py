@@ -3,8 +3,10 @@
 A run directory holds everything: `config.json`, `pool.sqlite` (programs, attempts, episodes,
 rewards, bands), `checkpoints/iter-N/` (trainer state: weights, optimizer, RNG), `state.json`
 (the last committed iteration and the pending Designer samples), `metrics.jsonl` (one line per
-iteration), `eval.json` (held-out evaluation) and `summary.json`. `--resume RUN_DIR` continues
-after the last committed iteration; a killed iteration is dropped and replayed identically.
+iteration), `eval.json` (held-out evaluation), `summary.json` and `start_model.json` (the sha256
+of the weights it started from: `spade.start_weights`). `--resume RUN_DIR` continues after the
+last committed iteration, from the same starting weights only; a killed iteration is dropped and
+replayed identically.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from spade import config as config_io
+from spade import start_weights
 from spade.backends.base import Models
 from spade.config import FSDP, TrainConfig, UsageError
 from spade.envs import bundled
@@ -122,13 +125,17 @@ def train(
     run_dir = cfg.run_dir
     cfg = _prepare(cfg, resume)
     built = models is None
+    start = None
     if models is None:
-        models = _build(cfg, progress_bars)
+        models, start = _build(cfg, progress_bars)
+        start_weights.settle(run_dir, start)  # before anything in the run directory changes
     reward_fn = make_designer_reward(cfg.designer_reward)
     documents = bundled.grounding_documents() if cfg.design.grounding else []
     event_loop = asyncio.new_event_loop()
     run_async = event_loop.run_until_complete
     summary: dict[str, Any] = {"run_dir": str(run_dir), "model": describe_models(models)}
+    if start is not None:
+        summary["model"]["weights_sha256"] = start["weights_sha256"]
     with Pool(run_dir / "pool.sqlite") as pool:
         seed_pool(pool, cfg)
         state = restore(run_dir, models, pool) if resume else LoopState()
@@ -198,14 +205,16 @@ def _prepare(cfg: TrainConfig, resume: bool) -> TrainConfig:
     return cfg
 
 
-def _build(cfg: TrainConfig, progress_bars: bool) -> Models:
-    """The models of `cfg.model`; a model that cannot be built as configured is a UsageError."""
+def _build(cfg: TrainConfig, progress_bars: bool) -> tuple[Models, dict[str, Any] | None]:
+    """The models of `cfg.model` and what they start from (`start_weights.identity`); a model
+    that cannot be built as configured is a UsageError."""
     if cfg.model.trainer == FSDP:
         path = fsdp_model_path(cfg, progress_bars)
     else:
         path = warm_started_model(cfg.model, cfg.design.form, progress_bars)
+    start = None if cfg.model.openai_base_url else start_weights.identity(path)
     try:
-        return build_models(cfg, path)
+        return build_models(cfg, path), start
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
 

@@ -62,6 +62,7 @@ def train_main(argv: list[str]) -> int:
         )
     from spade.evals.before_after import split_suite_spec
     from spade.selfplay.models import serve_fsdp_rank
+    from spade.start_weights import EXIT_OTHER_START, OtherStartError
     from spade.train import train
 
     try:
@@ -83,6 +84,9 @@ def train_main(argv: list[str]) -> int:
             return 0
     try:
         summary = train(cfg, resume=resume is not None, show=console.print)
+    except OtherStartError as exc:  # its own status: `spade experiment` leaves such a run
+        console.print(f"spade train: {exc}")
+        return EXIT_OTHER_START
     except (FileExistsError, UsageError) as exc:  # a usage error, not a crash
         console.print(f"spade train: {exc}")
         return 2

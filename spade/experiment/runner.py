@@ -3,7 +3,10 @@ in `OUT/<arm>-s<seed>/`, launched in a child process (`jobs` at a time: a run's 
 thread, so two runs keep two cores busy), seed-major (so a partial experiment still has every arm
 at its first seeds), finished runs never redone, a killed one continued with `--resume`, and the
 results (`spade.experiment.results`) rewritten after every run that finishes. Runs are budgeted
-in steps, so running them side by side changes their minutes, never their outcomes.
+in steps, so running them side by side changes their minutes, never their outcomes. Every arm
+of a seed starts from the weights its first started arm recorded (`spade.start_weights`): a
+machine whose warm start differs leaves those runs for another machine and goes on with the
+rest.
 
 The plan (arms, seeds per arm, the `spade train` flags every arm shares) is written to
 `OUT/plan.json` by the first call and must match on every later one: an experiment whose runs
@@ -27,8 +30,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from spade import start_weights
 from spade.config import UsageError
 from spade.files import atomic_write_text
+from spade.start_weights import EXIT_OTHER_START
 
 ARMS: dict[str, tuple[str, ...]] = {
     "selfplay": (),
@@ -222,6 +227,7 @@ def run_experiment(
                 waiting.append((k, arm, seed))
         running: dict[tuple[str, int], tuple[str, Running, float]] = {}
         walls: list[float] = []
+        elsewhere: list[str] = []  # runs this machine cannot pair (start_weights)
         failed = 0
         try:
             while (waiting and not failed) or running:
@@ -235,6 +241,8 @@ def run_experiment(
                         eta = f", about {left * sum(walls) / len(walls) / 60:.0f} min left"
                     log = out / f"{run_name(arm, seed)}.log"
                     verb = "continuing" if args[0] == "--resume" else "starting"
+                    if verb == "starting":
+                        _pair_start(out, plan, arm, seed)
                     show(f"{tag}: {verb}{eta}; its progress: {log}")
                     running[(arm, seed)] = (tag, launch(args, log), time.monotonic())
                 ended = [
@@ -244,6 +252,13 @@ def run_experiment(
                     time.sleep(poll_seconds)
                 for (arm, seed), code in ended:
                     tag, _, started = running.pop((arm, seed))
+                    if code == EXIT_OTHER_START:
+                        show(
+                            f"{tag}: left for a machine whose warm start is the one seed {seed} "
+                            "started from (this one differs; see its log)"
+                        )
+                        elsewhere.append(run_name(arm, seed))
+                        continue
                     if code != 0:
                         show(f"{tag}: `spade train` exited {code}; see its log")
                         failed = failed or code
@@ -263,6 +278,12 @@ def run_experiment(
             for _, child, _ in running.values():
                 child.stop()
             raise
+    if elsewhere and not failed:
+        show(
+            f"{len(elsewhere)} run(s) left for another machine ({', '.join(elsewhere)}): their "
+            "seeds started from weights this machine's warm start does not reproduce"
+        )
+        return EXIT_OTHER_START
     return failed
 
 
@@ -272,6 +293,22 @@ def _command(out: Path, plan: Plan, arm: str, seed: int) -> list[str]:
     if (run_dir / "state.json").exists():
         return ["--resume", str(run_dir)]
     return ["--run-dir", str(run_dir), "--seed", str(seed), *ARMS[arm], *plan.train_args]
+
+
+def _pair_start(out: Path, plan: Plan, arm: str, seed: int) -> None:
+    """Before a run's first start: the weights its seed's first started arm recorded, into its
+    run directory, so that `spade train` refuses to start it from others (every arm of a seed
+    starts from the same warm start: the pairing the analysis relies on)."""
+    run_dir = out / run_name(arm, seed)
+    if start_weights.recorded(run_dir) is not None:
+        return
+    for other, s in plan.runs():
+        start = start_weights.recorded(out / run_name(other, s))
+        if s == seed and other != arm and start is not None:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            start = {**start, "why": f"the start of {run_name(other, s)}, the same seed"}
+            atomic_write_text(run_dir / start_weights.START_FILE, json.dumps(start, indent=2))
+            return
 
 
 def _finished(out: Path, arm: str, seed: int) -> bool:
@@ -297,6 +334,8 @@ def _log_run(out: Path, arm: str, seed: int, seconds: float, jobs: int) -> None:
                 cpu = line.split(":", 1)[1].strip()
                 break
     row = {"run": run_name(arm, seed), "seconds": round(seconds, 1), "cpu": cpu}
+    start = start_weights.recorded(out / run_name(arm, seed)) or {}
+    row["weights_sha256"] = str(start.get("weights_sha256", ""))[:12]
     row["cores"] = os.cpu_count()
     row["jobs"] = jobs
     with (out / "runs.jsonl").open("a") as f:

@@ -63,6 +63,13 @@ def test_a_killed_experiment_continues_where_it_stopped(tmp_path: Path) -> None:
         time.sleep(0.2)
     finished = out / "selfplay-s0" / "summary.json"
     assert finished.exists() and not (out / "fixed_pool-s0" / "summary.json").exists()
+    # both arms of the seed start from the same recorded weights, the second told by the runner
+    first_start, second_start = (
+        json.loads((out / run / "start_model.json").read_text())
+        for run in ("selfplay-s0", "fixed_pool-s0")
+    )
+    assert first_start["weights_sha256"] == second_start["weights_sha256"]
+    assert "selfplay-s0" in second_start["why"]
     kept = {
         p: (p.read_bytes(), p.stat().st_mtime_ns)
         for p in (out / "selfplay-s0").rglob("*")

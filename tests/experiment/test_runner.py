@@ -1,7 +1,7 @@
 """The experiment runner (spade/experiment/runner.py) with a fake `spade train`: the plan's
 running order and commands, a kill mid-run continued with --resume and no finished run redone
 (by value: the launched commands and the finished runs' bytes), a changed plan refused, one
-runner at a time."""
+runner at a time, and every arm of a seed started from the same weights across machines."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from spade.experiment.runner import (
     run_experiment,
     run_name,
 )
+from spade.start_weights import EXIT_OTHER_START
 
 
 class Done:
@@ -156,10 +157,10 @@ def test_a_failing_run_stops_the_experiment_with_its_status(tmp_path: Path) -> N
 
     def failing(args: list[str], log: Path) -> Done:
         calls.append(args)
-        return Done(3)
+        return Done(1)  # a crash (3 is `spade train`'s other-weights refusal: not a failure)
 
     plan = Plan(seeds={"selfplay": 2})
-    assert run_experiment(tmp_path, plan, launch=failing, show=lambda s: None) == 3
+    assert run_experiment(tmp_path, plan, launch=failing, show=lambda s: None) == 1
     assert len(calls) == 1
 
 
@@ -269,3 +270,77 @@ def test_a_failing_results_writer_does_not_stop_the_runs(tmp_path: Path) -> None
     code = run_experiment(tmp_path, plan, fake, lines.append, on_finished=broken, poll_seconds=0)
     assert code == 0 and len(fake.calls) == 2
     assert sum("results not written (TypeError(" in line for line in lines) == 2
+
+
+class Machine:
+    """A fake `spade train` on a machine whose warm start hashes to `sha`: it records its start
+    (or refuses a run whose record names other weights, exit 3, as `spade train` does) and
+    finishes every run it starts, except `kill_at` (killed after its state.json)."""
+
+    def __init__(self, sha: str, kill_at: str | None = None) -> None:
+        self.sha, self.kill_at = sha, kill_at
+        self.calls: list[str] = []
+
+    def __call__(self, args: list[str], log: Path) -> Done:
+        run_dir = Path(args[1] if args[0] == "--resume" else args[args.index("--run-dir") + 1])
+        self.calls.append(run_dir.name)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        record = run_dir / "start_model.json"
+        if record.exists() and json.loads(record.read_text())["weights_sha256"] != self.sha:
+            return Done(EXIT_OTHER_START)
+        record.write_text(json.dumps({"weights_sha256": self.sha, "folder": "warm"}))
+        (run_dir / "state.json").write_text("{}")
+        if run_dir.name == self.kill_at:
+            self.kill_at = None
+            raise KeyboardInterrupt
+        (run_dir / "summary.json").write_text("{}")
+        return Done()
+
+
+def test_every_arm_of_a_seed_starts_from_the_same_weights_on_whichever_machine(
+    tmp_path: Path,
+) -> None:
+    plan = Plan(seeds={"selfplay": 3, "fixed_pool": 3})
+    amd = Machine("a" * 64, kill_at="fixed_pool-s1")
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(tmp_path, plan, launch=amd, show=lambda s: None)
+    assert amd.calls == ["selfplay-s0", "fixed_pool-s0", "selfplay-s1", "fixed_pool-s1"]
+    # seed 1's second arm was told its seed's start before its first launch
+    told = json.loads((tmp_path / "fixed_pool-s1" / "start_model.json").read_text())
+    assert told["weights_sha256"] == "a" * 64
+
+    # another machine, whose warm start differs: seed 1's killed arm is left, seed 2 runs here
+    lines: list[str] = []
+    intel = Machine("b" * 64)
+    assert run_experiment(tmp_path, plan, launch=intel, show=lines.append) == EXIT_OTHER_START
+    assert intel.calls == ["fixed_pool-s1", "selfplay-s2", "fixed_pool-s2"]
+    assert not (tmp_path / "fixed_pool-s1" / "summary.json").exists()
+    assert any("fixed_pool-s1: left for a machine" in line for line in lines), lines
+    assert "1 run(s) left for another machine (fixed_pool-s1)" in lines[-1]
+    for name in ("selfplay-s2", "fixed_pool-s2"):
+        assert json.loads((tmp_path / name / "start_model.json").read_text())["weights_sha256"] == (
+            "b" * 64
+        )
+    rows = [json.loads(line) for line in (tmp_path / "runs.jsonl").open()]
+    assert [(r["run"], r["weights_sha256"]) for r in rows][-2:] == [
+        ("selfplay-s2", "b" * 12),
+        ("fixed_pool-s2", "b" * 12),
+    ]
+
+    # back on the first kind of machine: the left run is finished there
+    again = Machine("a" * 64)
+    assert run_experiment(tmp_path, plan, launch=again, show=lambda s: None) == 0
+    assert again.calls == ["fixed_pool-s1"]
+    assert len(finished_runs(tmp_path, plan)) == 6
+
+
+def test_a_new_arm_of_a_started_seed_is_told_the_seeds_start(tmp_path: Path) -> None:
+    """A seed whose first arm finished elsewhere: its next arm is refused here, not started
+    from this machine's other weights, and its record says which run it must match."""
+    plan = Plan(seeds={"selfplay": 1, "fixed_pool": 1})
+    run_experiment(Path(tmp_path), Plan(seeds={"selfplay": 1}), Machine("a" * 64), lambda s: None)
+    (tmp_path / "plan.json").unlink()  # the same directory, planned with a second arm
+    assert run_experiment(tmp_path, plan, Machine("b" * 64), lambda s: None) == EXIT_OTHER_START
+    told = json.loads((tmp_path / "fixed_pool-s0" / "start_model.json").read_text())
+    assert told == {"weights_sha256": "a" * 64, "folder": "warm", "why": told["why"]}
+    assert "selfplay-s0" in told["why"]

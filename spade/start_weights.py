@@ -1,0 +1,78 @@
+"""The weights a run starts from: recorded in its run directory (`start_model.json`) the first
+time it starts, and checked every time it starts again.
+
+A run continued from other weights than it started from would anchor its KL term to another
+model, and an arm of an experiment's seed started from other weights than the seed's other arms
+is no longer paired with them. Both happen without a word when a warm start is rebuilt on
+another machine: the cached warm start's folder name is the same everywhere (its cache key hashes
+the data and the settings), but its weights are not (bf16 matmuls on AMX and on AVX512-BF16
+round differently: docs/warmstart.md). `spade experiment` writes a seed's record into the run
+directory of each of its other arms before their first start (`spade.experiment.runner`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from spade.config import UsageError
+from spade.files import atomic_write_text
+
+START_FILE = "start_model.json"
+EXIT_OTHER_START = 3
+"""`spade train`'s exit status when the run directory's record names other weights."""
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt")
+
+
+class OtherStartError(UsageError):
+    """The run directory records other starting weights than the ones this machine has."""
+
+
+def weights_sha256(folder: str | Path) -> str | None:
+    """sha256 over a model folder's weight files (names and bytes, in name order); None for a
+    name that is not a local folder (a hub id, a served model) or a folder without weights."""
+    path = Path(folder)
+    if not path.is_dir():
+        return None
+    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for file in files:
+        h.update(file.name.encode() + b"\0")
+        with file.open("rb") as f:
+            while chunk := f.read(1 << 22):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def identity(folder: str | Path) -> dict[str, Any] | None:
+    """What `start_model.json` holds for a run starting from `folder`, or None (no weights to
+    hash: nothing is recorded or checked)."""
+    digest = weights_sha256(folder)
+    return None if digest is None else {"weights_sha256": digest, "folder": Path(folder).name}
+
+
+def recorded(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / START_FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def settle(run_dir: Path, start: dict[str, Any] | None) -> None:
+    """Record `start` in `run_dir` if nothing is recorded there yet; else it must be the same
+    weights (OtherStartError, raised before the run changes anything, if not)."""
+    if start is None:
+        return
+    before = recorded(run_dir)
+    if before is None:
+        atomic_write_text(run_dir / START_FILE, json.dumps(start, indent=2) + "\n")
+        return
+    if before.get("weights_sha256") != start["weights_sha256"]:
+        raise OtherStartError(
+            f"{run_dir} starts from weights sha256 {str(before.get('weights_sha256'))[:12]} "
+            f"({before.get('why', 'its first start')}), but here {start['folder']} has "
+            f"{start['weights_sha256'][:12]}: a warm start built on another CPU differs "
+            "(docs/warmstart.md). Continue it where that warm start is, or start a new run"
+        )
