@@ -326,7 +326,8 @@ def finished_runs(out: Path, plan: Plan) -> list[tuple[str, int, Path]]:
 
 def _log_run(out: Path, arm: str, seed: int, seconds: float, jobs: int) -> None:
     """One line in `OUT/runs.jsonl` per launch that finished a run: its wall seconds (of this
-    launch), the runs allowed at once beside it, and the machine it ran on."""
+    launch), the runs allowed at once beside it, the machine it ran on (and the oneDNN kernels,
+    where capped) and the weights it started from."""
     cpu = ""
     with contextlib.suppress(OSError):
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -338,5 +339,8 @@ def _log_run(out: Path, arm: str, seed: int, seconds: float, jobs: int) -> None:
     row["weights_sha256"] = str(start.get("weights_sha256", ""))[:12]
     row["cores"] = os.cpu_count()
     row["jobs"] = jobs
+    isa = os.environ.get("ONEDNN_MAX_CPU_ISA")  # kernels capped: docs/warmstart.md
+    if isa:
+        row["onednn_max_cpu_isa"] = isa
     with (out / "runs.jsonl").open("a") as f:
         f.write(json.dumps(row) + "\n")

@@ -298,7 +298,7 @@ class Machine:
 
 
 def test_every_arm_of_a_seed_starts_from_the_same_weights_on_whichever_machine(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     plan = Plan(seeds={"selfplay": 3, "fixed_pool": 3})
     amd = Machine("a" * 64, kill_at="fixed_pool-s1")
@@ -312,6 +312,7 @@ def test_every_arm_of_a_seed_starts_from_the_same_weights_on_whichever_machine(
     # another machine, whose warm start differs: seed 1's killed arm is left, seed 2 runs here
     lines: list[str] = []
     intel = Machine("b" * 64)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16")
     assert run_experiment(tmp_path, plan, launch=intel, show=lines.append) == EXIT_OTHER_START
     assert intel.calls == ["fixed_pool-s1", "selfplay-s2", "fixed_pool-s2"]
     assert not (tmp_path / "fixed_pool-s1" / "summary.json").exists()
@@ -326,6 +327,8 @@ def test_every_arm_of_a_seed_starts_from_the_same_weights_on_whichever_machine(
         ("selfplay-s2", "b" * 12),
         ("fixed_pool-s2", "b" * 12),
     ]
+    assert [r.get("onednn_max_cpu_isa") for r in rows] == [None] * 3 + ["AVX512_CORE_BF16"] * 2
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
 
     # back on the first kind of machine: the left run is finished there
     again = Machine("a" * 64)
