@@ -3,9 +3,11 @@
     python benchmarks/replication_snapshot.py runs/replication27 docs/replication27
 
 Copies the experiment's plan.json, results.json, table.md and runs.jsonl, and of each finished
-run its config.json, eval.json, metrics.jsonl and summary.json (no weights, no pool), so
-`spade experiment DEST --table-only` and `spade report DEST` work on the copy. Prints what it
-copied; run it after `spade experiment` finishes a run, then commit DEST.
+run its config.json, eval.json, metrics.jsonl, summary.json and start_model.json (no weights,
+no pool), so `spade experiment DEST --table-only` and `spade report DEST` work on the copy, and
+on a fresh machine the finished runs copied back into the experiment's folder are not redone
+and still tell their seeds' other arms which weights to start from. Prints what it copied; run
+it after `spade experiment` finishes a run, then commit DEST.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 from pathlib import Path
 
 TOP = ("plan.json", "results.json", "table.md", "runs.jsonl")
-PER_RUN = ("config.json", "eval.json", "metrics.jsonl", "summary.json")
+PER_RUN = ("config.json", "eval.json", "metrics.jsonl", "summary.json", "start_model.json")
 
 
 def main() -> int:
