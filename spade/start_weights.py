@@ -55,6 +55,18 @@ def identity(folder: str | Path) -> dict[str, Any] | None:
     return None if digest is None else {"weights_sha256": digest, "folder": Path(folder).name}
 
 
+def same_weights(recorded_sha: str, sha: str) -> bool:
+    """Whether a recorded sha256 names `sha`. A record may hold an abbreviation `PREFIX...SUFFIX`
+    (at least 6 hex digits each, as the docs print them): written for runs finished before
+    records existed, whose warm start only the docs name (docs/replication.md)."""
+    prefix, dots, suffix = recorded_sha.partition("...")
+    if dots:
+        return (
+            min(len(prefix), len(suffix)) >= 6 and sha.startswith(prefix) and sha.endswith(suffix)
+        )
+    return recorded_sha == sha
+
+
 def recorded(run_dir: Path) -> dict[str, Any] | None:
     path = run_dir / START_FILE
     return json.loads(path.read_text()) if path.exists() else None
@@ -69,7 +81,7 @@ def settle(run_dir: Path, start: dict[str, Any] | None) -> None:
     if before is None:
         atomic_write_text(run_dir / START_FILE, json.dumps(start, indent=2) + "\n")
         return
-    if before.get("weights_sha256") != start["weights_sha256"]:
+    if not same_weights(str(before.get("weights_sha256")), start["weights_sha256"]):
         raise OtherStartError(
             f"{run_dir} starts from weights sha256 {str(before.get('weights_sha256'))[:12]} "
             f"({before.get('why', 'its first start')}), but here {start['folder']} has "

@@ -50,6 +50,23 @@ def test_the_first_start_is_recorded_and_a_start_from_other_weights_refused(
     start_weights.settle(run, None)  # nothing to hash (a served model): nothing checked
 
 
+def test_an_abbreviated_record_names_the_weights_with_its_prefix_and_suffix(
+    tmp_path: Path,
+) -> None:
+    sha = "594a4359" + "0" * 50 + "5f372d"
+    assert start_weights.same_weights("594a4359...5f372d", sha)
+    assert not start_weights.same_weights("594a4359...5f372e", sha)
+    assert not start_weights.same_weights("8ebfb4c7...5f372d", sha)
+    assert not start_weights.same_weights("594a...2d", sha)  # too short to name anything
+    assert not start_weights.same_weights(sha[:12], sha)  # a bare prefix is not a record
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / start_weights.START_FILE).write_text(json.dumps({"weights_sha256": "594a4359...5f372d"}))
+    start_weights.settle(run, {"weights_sha256": sha, "folder": "warm"})  # accepted
+    with pytest.raises(OtherStartError):
+        start_weights.settle(run, {"weights_sha256": "8ebfb4c7" + sha[8:], "folder": "warm"})
+
+
 TRAIN_ARGS = [
     "--model",
     "tiny-test",

@@ -336,7 +336,8 @@ def _log_run(out: Path, arm: str, seed: int, seconds: float, jobs: int) -> None:
                 break
     row = {"run": run_name(arm, seed), "seconds": round(seconds, 1), "cpu": cpu}
     start = start_weights.recorded(out / run_name(arm, seed)) or {}
-    row["weights_sha256"] = str(start.get("weights_sha256", ""))[:12]
+    sha = str(start.get("weights_sha256", ""))
+    row["weights_sha256"] = sha if "..." in sha else sha[:12]
     row["cores"] = os.cpu_count()
     row["jobs"] = jobs
     isa = os.environ.get("ONEDNN_MAX_CPU_ISA")  # kernels capped: docs/warmstart.md
