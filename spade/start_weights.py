@@ -31,20 +31,28 @@ class OtherStartError(UsageError):
 
 
 def weights_sha256(folder: str | Path) -> str | None:
-    """sha256 over a model folder's weight files (names and bytes, in name order); None for a
-    name that is not a local folder (a hub id, a served model) or a folder without weights."""
+    """The sha256 of a model folder's weights: with one weight file, that file's own sha256
+    (what `sha256sum model.safetensors` prints and the docs cite); with several, the sha256 of
+    their `name sha256` lines in name order. None for a name that is not a local folder (a hub
+    id, a served model) or a folder without weights."""
     path = Path(folder)
     if not path.is_dir():
         return None
     files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
     if not files:
         return None
+    digests = [_file_sha256(file) for file in files]
+    if len(files) == 1:
+        return digests[0]
+    lines = "".join(f"{file.name} {d}\n" for file, d in zip(files, digests))
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def _file_sha256(file: Path) -> str:
     h = hashlib.sha256()
-    for file in files:
-        h.update(file.name.encode() + b"\0")
-        with file.open("rb") as f:
-            while chunk := f.read(1 << 22):
-                h.update(chunk)
+    with file.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
     return h.hexdigest()
 
 

@@ -4,6 +4,7 @@ before the run directory changes)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -26,6 +27,7 @@ def test_the_hash_is_of_the_weights_only(tmp_path: Path) -> None:
     (b / "config.json").write_text('{"other": 1}')  # not weights: not hashed
     c = _folder(tmp_path / "c", b"weightz")
     assert start_weights.weights_sha256(a) == start_weights.weights_sha256(b)
+    assert start_weights.weights_sha256(a) == hashlib.sha256(b"weights").hexdigest()  # sha256sum
     assert start_weights.weights_sha256(a) != start_weights.weights_sha256(c)
     (a / "extra.bin").write_bytes(b"")  # another weight file, even empty, is part of it
     assert start_weights.weights_sha256(a) != start_weights.weights_sha256(b)
