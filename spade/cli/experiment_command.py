@@ -26,6 +26,9 @@ def experiment(
     OUT/table.md hold the paired comparisons (each arm against fixed_pool, paired by seed and
     item, two-level bootstrap intervals), the power estimate and the compute per arm;
     `spade report OUT` draws them. The plan is saved in OUT/plan.json and must not change.
+    Every arm of a seed starts from the weights its first arm recorded (start_model.json); a
+    run this machine's warm start cannot pair is left for another machine, the others go on,
+    and the exit status is then 3.
 
     Args:
         out: The experiment directory.
