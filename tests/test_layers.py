@@ -19,6 +19,7 @@ LAYERS: list[set[str]] = [
     {"backends"},
     {"envs", "templates"},
     {"config"},
+    {"start_weights"},  # a run's starting weights: read by train and experiment
     {"prompts"},
     {"warmstart"},
     {"selfplay"},
