@@ -89,9 +89,10 @@ def settle(run_dir: Path, start: dict[str, Any] | None) -> None:
     if before is None:
         atomic_write_text(run_dir / START_FILE, json.dumps(start, indent=2) + "\n")
         return
-    if not same_weights(str(before.get("weights_sha256")), start["weights_sha256"]):
+    wanted = str(before.get("weights_sha256"))
+    if not same_weights(wanted, start["weights_sha256"]):
         raise OtherStartError(
-            f"{run_dir} starts from weights sha256 {str(before.get('weights_sha256'))[:12]} "
+            f"{run_dir} starts from weights sha256 {wanted if '...' in wanted else wanted[:12]} "
             f"({before.get('why', 'its first start')}), but here {start['folder']} has "
             f"{start['weights_sha256'][:12]}: a warm start built on another CPU differs "
             "(docs/warmstart.md). Continue it where that warm start is, or start a new run"

@@ -127,8 +127,7 @@ def train(
     built = models is None
     start = None
     if models is None:
-        models, start = _build(cfg, progress_bars)
-        start_weights.settle(run_dir, start)  # before anything in the run directory changes
+        models, start = _build(cfg, run_dir, progress_bars)
     reward_fn = make_designer_reward(cfg.designer_reward)
     documents = bundled.grounding_documents() if cfg.design.grounding else []
     event_loop = asyncio.new_event_loop()
@@ -205,14 +204,18 @@ def _prepare(cfg: TrainConfig, resume: bool) -> TrainConfig:
     return cfg
 
 
-def _build(cfg: TrainConfig, progress_bars: bool) -> tuple[Models, dict[str, Any] | None]:
-    """The models of `cfg.model` and what they start from (`start_weights.identity`); a model
-    that cannot be built as configured is a UsageError."""
+def _build(
+    cfg: TrainConfig, run_dir: Path, progress_bars: bool
+) -> tuple[Models, dict[str, Any] | None]:
+    """The models of `cfg.model` and what they start from (`start_weights.identity`, checked
+    against `run_dir`'s record before any model loads: OtherStartError); a model that cannot
+    be built as configured is a UsageError."""
     if cfg.model.trainer == FSDP:
         path = fsdp_model_path(cfg, progress_bars)
     else:
         path = warm_started_model(cfg.model, cfg.design.form, progress_bars)
     start = None if cfg.model.openai_base_url else start_weights.identity(path)
+    start_weights.settle(run_dir, start)  # before anything in the run directory changes
     try:
         return build_models(cfg, path), start
     except ValueError as exc:
