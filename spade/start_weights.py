@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from spade.backends.smollm import sha256_file
 from spade.config import UsageError
 from spade.files import atomic_write_text
 
@@ -41,19 +42,11 @@ def weights_sha256(folder: str | Path) -> str | None:
     files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
     if not files:
         return None
-    digests = [_file_sha256(file) for file in files]
+    digests = [sha256_file(file) for file in files]
     if len(files) == 1:
         return digests[0]
     lines = "".join(f"{file.name} {d}\n" for file, d in zip(files, digests))
     return hashlib.sha256(lines.encode()).hexdigest()
-
-
-def _file_sha256(file: Path) -> str:
-    h = hashlib.sha256()
-    with file.open("rb") as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def identity(folder: str | Path) -> dict[str, Any] | None:
