@@ -68,9 +68,19 @@ def same_weights(recorded_sha: str, sha: str) -> bool:
     return recorded_sha == sha
 
 
+def short(sha: str) -> str:
+    """A sha256 as printed: 12 hex digits, an abbreviation as it is."""
+    return sha if "..." in sha else sha[:12]
+
+
 def recorded(run_dir: Path) -> dict[str, Any] | None:
     path = run_dir / START_FILE
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def record(run_dir: Path, start: dict[str, Any]) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(run_dir / START_FILE, json.dumps(start, indent=2) + "\n")
 
 
 def settle(run_dir: Path, start: dict[str, Any] | None) -> None:
@@ -80,12 +90,12 @@ def settle(run_dir: Path, start: dict[str, Any] | None) -> None:
         return
     before = recorded(run_dir)
     if before is None:
-        atomic_write_text(run_dir / START_FILE, json.dumps(start, indent=2) + "\n")
+        record(run_dir, start)
         return
     wanted = str(before.get("weights_sha256"))
     if not same_weights(wanted, start["weights_sha256"]):
         raise OtherStartError(
-            f"{run_dir} starts from weights sha256 {wanted if '...' in wanted else wanted[:12]} "
+            f"{run_dir} starts from weights sha256 {short(wanted)} "
             f"({before.get('why', 'its first start')}), but here {start['folder']} has "
             f"{start['weights_sha256'][:12]}: a warm start built on another CPU differs "
             "(docs/warmstart.md). Continue it where that warm start is, or start a new run"

@@ -305,9 +305,8 @@ def _pair_start(out: Path, plan: Plan, arm: str, seed: int) -> None:
     for other, s in plan.runs():
         start = start_weights.recorded(out / run_name(other, s))
         if s == seed and other != arm and start is not None:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            start = {**start, "why": f"the start of {run_name(other, s)}, the same seed"}
-            atomic_write_text(run_dir / start_weights.START_FILE, json.dumps(start, indent=2))
+            why = f"the start of {run_name(other, s)}, the same seed"
+            start_weights.record(run_dir, {**start, "why": why})
             return
 
 
@@ -336,8 +335,7 @@ def _log_run(out: Path, arm: str, seed: int, seconds: float, jobs: int) -> None:
                 break
     row = {"run": run_name(arm, seed), "seconds": round(seconds, 1), "cpu": cpu}
     start = start_weights.recorded(out / run_name(arm, seed)) or {}
-    sha = str(start.get("weights_sha256", ""))
-    row["weights_sha256"] = sha if "..." in sha else sha[:12]
+    row["weights_sha256"] = start_weights.short(str(start.get("weights_sha256", "")))
     row["cores"] = os.cpu_count()
     row["jobs"] = jobs
     isa = os.environ.get("ONEDNN_MAX_CPU_ISA")  # kernels capped: docs/warmstart.md
