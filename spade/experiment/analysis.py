@@ -10,9 +10,13 @@ over seeds of the per-seed difference in after-accuracy. Its interval is a two-l
 bootstrap: each resample draws the seeds with replacement and, independently, the items with
 replacement (the same items for every seed: items are crossed with seeds), so both the
 run-to-run spread and the finite item set count. The p-value is the exact sign-flip test of the
-per-seed differences (all 2^n flips). The power estimate is the normal approximation
-(z_0.975 + z_0.80) * sd / sqrt(n) of the per-seed differences' sd: the smallest effect the
-design detects four times in five, and the seeds needed for a given effect.
+per-seed differences (all 2^n flips). The power estimate takes the per-seed differences' sd as
+the truth and gives the smallest effect the design detects four times in five, and the seeds
+needed for a given effect, twice: by the pre-registered normal approximation
+(z_0.975 + z_0.80) * sd / sqrt(n), and by simulating the test actually used (per-seed
+differences drawn normal with that sd, judged by the exact sign-flip test). The second is the one
+to read with few seeds: the sign-flip test cannot reach two-sided p <= 0.05 below 6 seeds
+(its smallest p is 2 / 2^n), whatever the effect.
 """
 
 from __future__ import annotations
@@ -201,18 +205,74 @@ def compare_values(
     )
 
 
-def power(per_seed: Sequence[float], effect: float = 0.03) -> dict[str, float | None]:
-    """From the measured per-seed differences: their sd, the smallest effect detected with 80%
-    power at two-sided 5% with this many seeds, and the seeds needed for `effect` (normal
-    approximation; module docstring)."""
-    if len(per_seed) < 2:
-        return {"sd": None, "detectable": None, "seeds_for_effect": None, "effect": effect}
+SIGN_FLIP_MIN_SEEDS = 6
+"""The fewest seeds whose exact sign-flip test can reach two-sided p <= 0.05 (2 / 2^6)."""
+
+POWER_MAX_SEEDS = 24
+"""`power` searches seed counts up to this many (more is reported as "more than")."""
+
+
+def sign_flip_power(
+    effect_in_sd: float, seeds: int, simulations: int = 2000, seed: int = BOOTSTRAP_SEED
+) -> float:
+    """The chance that the exact sign-flip test over `seeds` per-seed differences, drawn
+    independently normal with mean `effect_in_sd` and sd 1, gives two-sided p <= 0.05
+    (simulated with a fixed seed; all 2^n flips up to 12 seeds, 4,096 random ones beyond)."""
+    if seeds < SIGN_FLIP_MIN_SEEDS:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    draws = rng.normal(effect_in_sd, 1.0, size=(simulations, seeds))
+    if seeds <= 12:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=seeds)))
+    else:
+        signs = np.vstack([np.ones(seeds), rng.choice([-1.0, 1.0], size=(4095, seeds))])
+    flipped = np.abs(draws @ signs.T)
+    observed = np.abs(draws.sum(axis=1))[:, None] - 1e-9
+    p_values = (flipped >= observed).mean(axis=1)
+    return float((p_values <= 0.05).mean())
+
+
+def _sign_flip_detectable(seeds: int, target: float = 0.80) -> float | None:
+    """The smallest effect, in sd units, that `seeds` seeds detect with power `target` by the
+    sign-flip test (bisection; None below SIGN_FLIP_MIN_SEEDS)."""
+    if seeds < SIGN_FLIP_MIN_SEEDS:
+        return None
+    low, high = 0.0, 8.0
+    for _ in range(14):
+        middle = (low + high) / 2
+        low, high = (low, middle) if sign_flip_power(middle, seeds) >= target else (middle, high)
+    return high
+
+
+def power(per_seed: Sequence[float], effect: float = 0.03) -> dict[str, Any]:
+    """From the measured per-seed differences: their sd, and with it as the truth, the smallest
+    effect detected with 80% power at two-sided 5% with this many seeds and the seeds needed for
+    `effect`, by the normal approximation and by the sign-flip test itself (module docstring;
+    `detectable_sign_flip` is None below SIGN_FLIP_MIN_SEEDS seeds, `seeds_for_effect_sign_flip`
+    None when more than POWER_MAX_SEEDS are needed)."""
+    n = len(per_seed)
+    empty = {"seeds": n, "sd": None, "detectable": None, "seeds_for_effect": None}
+    if n < 2:
+        return empty | {
+            "detectable_sign_flip": None,
+            "seeds_for_effect_sign_flip": None,
+            "effect": effect,
+        }
     sd = statistics.stdev(per_seed)
     z = statistics.NormalDist().inv_cdf(0.975) + statistics.NormalDist().inv_cdf(0.80)
+    in_sd = _sign_flip_detectable(n)
+    needed = None
+    for seeds in range(SIGN_FLIP_MIN_SEEDS, POWER_MAX_SEEDS + 1):
+        if sd == 0 or sign_flip_power(effect / sd, seeds) >= 0.80:
+            needed = seeds
+            break
     return {
+        "seeds": n,
         "sd": sd,
-        "detectable": z * sd / math.sqrt(len(per_seed)),
+        "detectable": z * sd / math.sqrt(n),
         "seeds_for_effect": math.ceil((z * sd / effect) ** 2) if sd > 0 else 2,
+        "detectable_sign_flip": None if in_sd is None else in_sd * sd,
+        "seeds_for_effect_sign_flip": needed,
         "effect": effect,
     }
 

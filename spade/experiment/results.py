@@ -17,6 +17,8 @@ from typing import Any
 
 from spade.experiment.analysis import (
     ENDPOINTS,
+    POWER_MAX_SEEDS,
+    SIGN_FLIP_MIN_SEEDS,
     RunResult,
     compare,
     compare_values,
@@ -99,8 +101,9 @@ def summarise(out: Path, plan: Plan, runs: Sequence[RunResult] | None = None) ->
         "method": (
             "after-accuracy differences paired by training seed and item; 95% percentile "
             "intervals of a two-level bootstrap (seeds and items resampled independently, "
-            "10,000 resamples); p: exact sign-flip test over seeds; power: normal approximation "
-            "from the per-seed differences' sd (spade.experiment.analysis)"
+            "10,000 resamples); p: exact sign-flip test over seeds; power: from the per-seed "
+            "differences' sd, by the normal approximation and by simulating the sign-flip test "
+            "(spade.experiment.analysis)"
         ),
     }
     atomic_write_text(out / "results.json", json.dumps(result, indent=2) + "\n")
@@ -144,6 +147,33 @@ def _points(c: dict[str, Any]) -> str:
     )
 
 
+def _power_line(p: dict[str, Any]) -> str:
+    """The primary's power in words: the sign-flip test's own figures, then the normal
+    approximation's (pre-registered)."""
+    effect = f"{100 * p['effect']:.0f} points"
+    if p["detectable_sign_flip"] is None:
+        now = (
+            f"the sign-flip test over {p['seeds']} seeds cannot reach p <= 0.05 whatever the "
+            f"effect (it needs {SIGN_FLIP_MIN_SEEDS})"
+        )
+    else:
+        now = (
+            f"with these {p['seeds']} seeds the sign-flip test detects "
+            f"{100 * p['detectable_sign_flip']:.1f} points 80% of the time (two-sided 5%)"
+        )
+    needed = p["seeds_for_effect_sign_flip"]
+    needs = (
+        f"{needed} seeds would detect {effect}"
+        if needed is not None
+        else f"more than {POWER_MAX_SEEDS} seeds would be needed for {effect}"
+    )
+    return (
+        f"Primary: per-seed sd {100 * p['sd']:.1f} points, taken as the truth; {now}; {needs}. "
+        f"(Normal approximation: {100 * p['detectable']:.1f} points with these seeds, "
+        f"{p['seeds_for_effect']} seed{'s' * (p['seeds_for_effect'] != 1)} for {effect}.)"
+    )
+
+
 def markdown(result: dict[str, Any]) -> str:
     """The three tables: each comparison, each arm's accuracies, each arm's compute."""
     lines = ["| comparison | endpoint | seeds | difference, points [95% CI] |", "|---|---|---|---|"]
@@ -154,12 +184,7 @@ def markdown(result: dict[str, Any]) -> str:
         )
     p = result.get("power")
     if p and p["sd"] is not None:
-        lines += [
-            "",
-            f"Primary: per-seed sd {100 * p['sd']:.1f} points; with these seeds the smallest "
-            f"effect detected 80% of the time (two-sided 5%) is {100 * p['detectable']:.1f} "
-            f"points; {p['seeds_for_effect']} seeds would detect {100 * p['effect']:.0f} points.",
-        ]
+        lines += ["", _power_line(p)]
     lines += [
         "",
         "| arm | seeds | near+far before -> after | near | far | reasoning-gym | curve area "

@@ -22,6 +22,7 @@ from spade.experiment.analysis import (
     load_run,
     power,
     sign_flip_p,
+    sign_flip_power,
 )
 from spade.experiment.results import summarise
 from spade.experiment.runner import Plan, run_name
@@ -161,6 +162,28 @@ def test_the_bootstrap_the_sign_flip_test_and_the_power_estimate() -> None:
     assert power([0.02])["detectable"] is None
 
 
+def test_the_sign_flip_power_is_the_tests_own() -> None:
+    # below six seeds the smallest two-sided p is 2 / 2^n > 0.05: no effect is ever detected
+    assert sign_flip_power(100.0, 5) == 0.0 and sign_flip_power(100.0, 6) == 1.0
+    assert sign_flip_power(0.0, 8) < 0.08  # the test's size: about 5% under no effect
+    weak, strong = sign_flip_power(0.5, 8), sign_flip_power(1.5, 8)
+    assert weak < 0.5 < strong
+    three = power([0.01, 0.02, 0.03])
+    assert three["detectable_sign_flip"] is None and three["detectable"] is not None
+    # sd 1 point: 8 seeds of the sign-flip test need more than the normal approximation says
+    eight = power([-0.005, 0.005, 0.015, 0.025, -0.005, 0.005, 0.015, 0.025])
+    sd = float(np.std([-0.005, 0.005, 0.015, 0.025] * 2, ddof=1))
+    assert eight["sd"] == pytest.approx(sd)
+    assert eight["detectable"] < eight["detectable_sign_flip"] < 2 * eight["detectable"]
+    assert sign_flip_power(eight["detectable_sign_flip"] / sd, 8) >= 0.8
+    needed = eight["seeds_for_effect_sign_flip"]
+    assert needed is not None and needed >= 6
+    assert sign_flip_power(0.03 / sd, needed) >= 0.8
+    assert needed == 6 or sign_flip_power(0.03 / sd, needed - 1) < 0.8
+    # a spread too wide for the search's cap
+    assert power([-0.3, 0.3, -0.2, 0.2])["seeds_for_effect_sign_flip"] is None
+
+
 def test_the_curve_area_is_the_curves_mean_height() -> None:
     assert curve_area([(0, 0.5), (4, 0.7), (8, 0.7)]) == pytest.approx(0.65)
     assert curve_area([(0, 0.5)]) is None
@@ -194,6 +217,7 @@ def test_results_hold_the_primary_comparison_power_and_compute(tmp_path: Path) -
     assert result["arms"]["selfplay"]["new_design_regret"] == pytest.approx(0.1)  # the mean
     table = (tmp_path / "table.md").read_text()
     assert "| selfplay - fixed_pool | near+far | 2 |" in table
+    assert "the sign-flip test over 2 seeds cannot reach p <= 0.05" in table
     assert "| fixed_pool | 8 | 80 | 300 | 0 | 0 | 0.0 min | 1 x 10 | 2.0 min |" in table
     assert "| separate_designer | 8 | 80 | 300 | 3 | 50 | 0.5 min | 2 x 10 | 2.0 min |" in table
 
