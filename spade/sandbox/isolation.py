@@ -156,15 +156,26 @@ def cgroup_parents(tag: str) -> dict[str, str]:
     return made
 
 
-def sweep_stale_groups() -> int:
-    """Remove the groups of sandbox processes that are gone (`spade/z<pid>`, `spade/s<pid>` and
-    their children, or `spade-z<pid>` on v2), such as a zygote killed with SIGKILL leaves; the
-    number of top-level groups removed. Only empty groups can be removed, and a pid that is in
-    use (even reused) keeps its group."""
-    tops = [(os.path.join(CGROUP_V1, ctl, "spade"), r"[sz](\d+)") for ctl in ("pids", "memory")]
+def group_tag(kind: str, pid: int, namespace: int) -> str:
+    """The name of a sandbox process's parent groups (`cgroup_parents`): `kind` ("z" a zygote,
+    "s" a strict-mode worker), the inode of its pid namespace and its pid, as scratch roots are
+    named (`lifecycle.scratch_prefix`). Containers may share one cgroup hierarchy while each sees
+    its own pids: with the namespace in the name, no sandbox takes another container's live group
+    for a dead one."""
+    return f"{kind}{namespace}-{pid}"
+
+
+def sweep_stale_groups(namespace: int) -> int:
+    """Remove the groups of this pid namespace's sandbox processes that are gone (`spade/<tag>`
+    and its children, or `spade-<tag>` on v2; `group_tag`), such as a zygote killed with SIGKILL
+    leaves; the number of top-level groups removed. Only empty groups can be removed, a pid that
+    is in use (even reused) keeps its group, and another namespace's groups are left alone (a
+    name without a namespace, from before `group_tag` held one, counts as this namespace's)."""
+    name = r"[sz](?:(\d+)-)?(\d+)"
+    tops = [(os.path.join(CGROUP_V1, ctl, "spade"), name) for ctl in ("pids", "memory")]
     root = _cgroup_v2_root()
     if root is not None:
-        tops.append((root, r"spade-[sz](\d+)"))
+        tops.append((root, "spade-" + name))
     removed = 0
     for top, pattern in tops:
         try:
@@ -173,7 +184,10 @@ def sweep_stale_groups() -> int:
             continue
         for entry in entries:
             match = re.fullmatch(pattern, entry)
-            if match is None or os.path.exists(f"/proc/{match.group(1)}"):
+            if match is None:
+                continue
+            theirs, pid = match.groups()
+            if (theirs is not None and theirs != str(namespace)) or os.path.exists(f"/proc/{pid}"):
                 continue
             group = os.path.join(top, entry)
             with contextlib.suppress(OSError):

@@ -94,10 +94,11 @@ def scratch_prefix() -> str:
     """The name a sandbox's scratch root starts with: `spade-sandbox-<pid namespace>-<pid>-`, the
     pid of the `spade` process and the inode of its pid namespace (containers sharing one /tmp
     see different pids: a root from another namespace is never taken for a dead one)."""
-    return f"{SCRATCH_PREFIX}{_pid_namespace()}-{os.getpid()}-"
+    return f"{SCRATCH_PREFIX}{pid_namespace()}-{os.getpid()}-"
 
 
-def _pid_namespace() -> int:
+def pid_namespace() -> int:
+    """The inode of this process's pid namespace (0 where /proc does not tell)."""
     try:
         return os.stat("/proc/self/ns/pid").st_ino
     except OSError:
@@ -113,7 +114,7 @@ def sweep_scratch_roots(tmp: str) -> int:
         entries = os.listdir(tmp)
     except OSError:
         return 0
-    namespace = str(_pid_namespace())
+    namespace = str(pid_namespace())
     for entry in entries:
         parts = entry[len(SCRATCH_PREFIX) :].split("-")
         if not entry.startswith(SCRATCH_PREFIX) or len(parts) < 3 or parts[0] != namespace:

@@ -354,8 +354,9 @@ def _start_zygote(ctrl: socket.socket, cfg: dict, cg_parents: dict) -> Prepared:
         zygote_layers["private_tmpfs"] = "not root: cannot mount a private tmpfs"
     _private_home(cfg)
     _preload(cfg)
-    isolation.sweep_stale_groups()  # left by sandboxes killed before they could clean up
-    cg_parents.update(isolation.cgroup_parents(f"z{os.getpid()}"))
+    namespace = lifecycle.pid_namespace()
+    isolation.sweep_stale_groups(namespace)  # left by sandboxes killed before they cleaned up
+    cg_parents.update(isolation.cgroup_parents(isolation.group_tag("z", os.getpid(), namespace)))
     prepared = Prepared(root=os.geteuid() == 0)
     ctrl.send(json.dumps({"op": "ready", "pid": os.getpid(), "layers": zygote_layers}).encode())
     return prepared
@@ -529,7 +530,8 @@ def single_main(req_fd: int, rep_fd: int, out_fd: int, cfg: dict) -> None:
         layers.update(isolation.unshare_namespaces(cfg["scratch_root"], cfg["tmpfs_bytes"]))
     _private_home(cfg)
     _preload(cfg)
-    cg_parents = isolation.cgroup_parents(f"s{os.getpid()}")
+    tag = isolation.group_tag("s", os.getpid(), lifecycle.pid_namespace())
+    cg_parents = isolation.cgroup_parents(tag)
     try:
         layers.update(
             isolate(cfg, "s", [req_fd, rep_fd, out_fd], cg_parents, Prepared(os.geteuid() == 0))

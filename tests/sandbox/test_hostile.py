@@ -124,6 +124,11 @@ def cgroup_dirs(*parts: str) -> list[Path]:
     return [CGROUP / ctl / "spade" / Path(*parts) for ctl in ("pids", "memory")]
 
 
+def _tag(kind: str, pid: int) -> str:
+    """A sandbox process's group name (isolation.group_tag), written out here."""
+    return f"{kind}{os.stat('/proc/self/ns/pid').st_ino}-{pid}"
+
+
 def has_cgroups() -> bool:
     return (CGROUP / "pids" / "spade").is_dir()
 
@@ -196,7 +201,7 @@ def assert_nothing_left(sb: TrackingSandbox) -> None:
     # the host's view of the scratch root: workers write into a tmpfs private to the zygote
     assert os.listdir(sb._scratch_root) == []
     if has_cgroups():
-        for controller, parent in zip(("pids", "memory"), cgroup_dirs(f"z{zygote}")):
+        for controller, parent in zip(("pids", "memory"), cgroup_dirs(_tag("z", zygote))):
             expected = {cgroup_leaf(pid, controller) for pid in idle_pids}
 
             def leaves(parent: Path = parent) -> set[str]:
@@ -212,7 +217,7 @@ def assert_nothing_left(sb: TrackingSandbox) -> None:
                 time.sleep(0.05)
             assert leaves() == expected, f"cgroups of closed sessions left in {parent}"
         for s in sb.strict_workers:
-            for path in cgroup_dirs(f"s{s.pid}"):
+            for path in cgroup_dirs(_tag("s", s.pid)):
                 assert not path.exists(), f"strict worker cgroup {path} left behind"
     for s in sb.strict_workers:
         assert s._scratch is not None and not os.path.exists(s._scratch)
@@ -266,7 +271,7 @@ def run_hostile(
     for s in seen["workers"]:
         assert not is_sandbox_process(s.pid)
     if has_cgroups():
-        for path in cgroup_dirs(f"z{zygote.pid}"):
+        for path in cgroup_dirs(_tag("z", zygote.pid)):
             assert not path.exists(), f"zygote cgroup {path} left behind"
     assert not os.path.exists(seen["scratch"]), "scratch root left behind"
     assert children(os.getpid()) <= kids_before, "child processes left behind"
@@ -326,9 +331,9 @@ def test_leftover_checks_see_live_workers() -> None:
             assert strict.pid in children(os.getpid())
             assert strict._scratch is not None and os.path.isdir(strict._scratch)
             if has_cgroups():
-                for parent in cgroup_dirs(f"z{sb._zygote.pid}"):
+                for parent in cgroup_dirs(_tag("z", sb._zygote.pid)):
                     assert [p for p in parent.iterdir() if p.is_dir()], parent
-                for path in cgroup_dirs(f"s{strict.pid}", "s"):
+                for path in cgroup_dirs(_tag("s", strict.pid), "s"):
                     assert path.is_dir(), path
             with pytest.raises(AssertionError, match="sessions open"):
                 assert_nothing_left(sb)

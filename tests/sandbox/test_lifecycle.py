@@ -204,7 +204,8 @@ def test_no_sandbox_process_outlives_spade(ending: str, tmp_path: Path) -> None:
         p for p in pids if _is_sandbox_process(p, started[p])
     ]
     assert _wait_until(lambda: not any(tmpdir.iterdir())), list(tmpdir.rglob("*"))
-    cgroups = Path("/sys/fs/cgroup/pids/spade") / f"z{report['zygote']}"
+    ns = os.stat("/proc/self/ns/pid").st_ino
+    cgroups = Path("/sys/fs/cgroup/pids/spade") / f"z{ns}-{report['zygote']}"
     assert _wait_until(lambda: not cgroups.exists()), f"{cgroups} left behind"
 
 
@@ -219,7 +220,7 @@ def test_a_new_sandbox_removes_what_dead_sandboxes_left(
 ) -> None:
     """A sandbox whose `spade` process and zygote were both killed with SIGKILL (by its host, by
     `ray.kill`) leaves its scratch root and its cgroups; the next sandbox removes those of
-    processes that are gone, and only those."""
+    processes of its own pid namespace that are gone, and only those."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     gone = _gone_pid()
     ns = os.stat("/proc/self/ns/pid").st_ino
@@ -232,8 +233,12 @@ def test_a_new_sandbox_removes_what_dead_sandboxes_left(
         (root / "w1").mkdir(parents=True)
     spade = [Path("/sys/fs/cgroup") / ctl / "spade" for ctl in ("pids", "memory")]
     cgroups = os.access("/sys/fs/cgroup/pids", os.W_OK)
-    dead = [top / name for top in spade for name in (f"z{gone}", f"s{gone}")] if cgroups else []
-    alive = [top / f"z{os.getpid()}" for top in spade] if cgroups else []
+    # a dead zygote's and strict worker's, and one named before names held the namespace
+    names = (f"z{ns}-{gone}", f"s{ns}-{gone}", f"z{gone}")
+    dead = [top / name for top in spade for name in names] if cgroups else []
+    # in use; another pid namespace's (a container sharing the hierarchy), whatever our /proc says
+    kept_names = (f"z{ns}-{os.getpid()}", f"z{os.getpid()}", f"z{ns + 1}-{gone}")
+    alive = [top / name for top in spade for name in kept_names] if cgroups else []
     try:
         for group in dead + alive:
             (group / "w1").mkdir(parents=True)
