@@ -86,11 +86,17 @@ def record(run_dir: Path, start: dict[str, Any]) -> None:
 def settle(run_dir: Path, start: dict[str, Any] | None) -> None:
     """Record `start` in `run_dir` if nothing is recorded there yet; else it must be the same
     weights (OtherStartError, raised before the run changes anything, if not)."""
-    if start is None:
-        return
-    before = recorded(run_dir)
-    if before is None:
+    check(run_dir, start)
+    if start is not None and recorded(run_dir) is None:
         record(run_dir, start)
+
+
+def check(run_dir: Path, start: dict[str, Any] | None) -> None:
+    """OtherStartError if `run_dir` records other starting weights than `start` (nothing to
+    check without a record or without `start`). A checkpoint holds only the trained
+    parameters: loaded over other starting weights, it is another model."""
+    before = recorded(run_dir)
+    if start is None or before is None:
         return
     wanted = str(before.get("weights_sha256"))
     if not same_weights(wanted, start["weights_sha256"]):

@@ -76,11 +76,17 @@ def eval_cmd(
         console.print(f"spade eval: {chosen}")
         return 2
     programs, config, turns, tokens = chosen
-    agent = (
-        None
-        if policy == "solution"
-        else policy_for(model, run_dir, openai_base_url, api_key_env, seed)
-    )
+    from spade.start_weights import OtherStartError
+
+    try:
+        agent = (
+            None
+            if policy == "solution"
+            else policy_for(model, run_dir, openai_base_url, api_key_env, seed)
+        )
+    except OtherStartError as exc:
+        console.print(f"spade eval: {exc}")
+        return 2
     max_turns = turns if max_turns is None else max_turns
     max_tokens = tokens if max_tokens is None else max_tokens
     params = SamplingParams(max_tokens=max_tokens, temperature=temperature, seed=seed)
@@ -169,13 +175,19 @@ def policy_for(
     model: str, run_dir: Path | None, base_url: str | None, key_env: str, seed: int
 ) -> Any:
     """The policy of a model command: the Agent of `run_dir`'s latest checkpoint, else `model`
-    (local, or served at `base_url` with the key in `$key_env`)."""
+    (local, or served at `base_url` with the key in `$key_env`). A checkpoint holds the trained
+    parameters only: it is loaded over the weights the run started from (the warm start of its
+    Designer form), and refused (OtherStartError) where this machine's are not the ones the run
+    recorded."""
+    from spade import start_weights
     from spade.selfplay.models import build_policy, local_backend, warm_started_model
 
     if run_dir is not None:
         cfg = config_io.load(run_dir / "config.json")
         state = json.loads((run_dir / "state.json").read_text())
-        backend = local_backend(cfg.model, warm_started_model(cfg.model), cfg.seed, cfg.ppo)
+        path = warm_started_model(cfg.model, cfg.design.form)
+        start_weights.check(run_dir, start_weights.identity(path))
+        backend = local_backend(cfg.model, path, cfg.seed, cfg.ppo)
         if state.get("checkpoint"):
             backend.load(run_dir / state["checkpoint"] / "agent")
         return backend

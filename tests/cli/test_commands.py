@@ -9,6 +9,7 @@ on the run directory that `spade train` wrote.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -215,6 +216,22 @@ def test_eval_prints_json_and_a_table(cache: Path, run_dir: Path) -> None:
     table = run(cache, "eval", env, "--run-dir", run_dir, *common)  # the run's checkpoint
     assert table.returncode == 0, table.stderr[-2000:]
     assert "win rate over 1 environments x 1 seeds" in table.stdout
+
+
+def test_eval_refuses_a_checkpoint_over_other_starting_weights(
+    cache: Path, run_dir: Path, tmp_path: Path
+) -> None:
+    """A checkpoint holds the trained parameters only: over other starting weights than the run
+    recorded it would be another model, so `spade eval --run-dir` refuses before loading it."""
+    moved = tmp_path / "run"
+    shutil.copytree(run_dir, moved)
+    record = json.loads((moved / "start_model.json").read_text())
+    record["weights_sha256"] = "0" * 64
+    (moved / "start_model.json").write_text(json.dumps(record))
+    env = CONTRACT / "good_guess.py"
+    result = run(cache, "eval", env, "--run-dir", moved, "--seeds", "1", "--max-turns", "2")
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "starts from weights sha256 000000000000" in " ".join(result.stdout.split())
 
 
 @pytest.mark.slow
