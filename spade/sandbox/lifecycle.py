@@ -9,7 +9,7 @@ Standard library only (run inside the worker script, like isolation.py). The gua
   zygote and strict workers get a parent-death signal before they do anything else (and exit at
   once if their parent is already gone); forked workers get one from the zygote; the zygote,
   told of its parent's death, kills its workers and removes the scratch root from /tmp; what
-  a sandbox killed with SIGKILL leaves (its scratch root here, its cgroups in isolation.py) the
+  a sandbox killed with SIGKILL leaves (its scratch root here, its cgroups in cgroups.py) the
   next sandbox removes;
 - a Ctrl-C reaches the supervisor's event loop whichever thread the kernel hands it to
   (`wake_loop_on_signals`).

@@ -20,7 +20,7 @@ import subprocess
 import time
 from typing import Any, Protocol
 
-from spade.sandbox import frames, isolation, lifecycle
+from spade.sandbox import cgroups, frames, lifecycle
 from spade.sandbox.contract import ErrorKind, LoadInfo, SandboxConfig, SandboxError, StepResult
 
 
@@ -359,8 +359,8 @@ class Session:
             # the kernel can hold an exited worker's groups for a moment (EBUSY); leaving them
             # would leave two empty cgroups on the host per strict session
             deadline = time.monotonic() + 2.0
-            tag = isolation.group_tag("s", self._proc.pid, lifecycle.pid_namespace())
-            while not isolation.remove_cgroup_tree(tag, "s"):
+            tag = cgroups.group_tag("s", self._proc.pid, lifecycle.pid_namespace())
+            while not cgroups.remove_cgroup_tree(tag, "s"):
                 if time.monotonic() > deadline:
                     break
                 await asyncio.sleep(0.01)

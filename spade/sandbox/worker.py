@@ -35,6 +35,7 @@ import traceback
 from collections.abc import Callable
 from typing import NoReturn
 
+import cgroups
 import frames
 import isolation
 import lifecycle
@@ -175,7 +176,7 @@ def isolate(cfg: dict, name: str, fds: list[int], cg_parents: dict, prepared: Pr
     layers: dict[str, str | None] = {}
     root = os.geteuid() == 0
     isolation.set_parent_death_signal()
-    layers["cgroup"] = isolation.join_cgroup(
+    layers["cgroup"] = cgroups.join_cgroup(
         cg_parents, name, cfg["pids_max"], cfg["cgroup_memory_bytes"]
     )
     scratch = os.path.join(cfg["scratch_root"], name)
@@ -355,8 +356,8 @@ def _start_zygote(ctrl: socket.socket, cfg: dict, cg_parents: dict) -> Prepared:
     _private_home(cfg)
     _preload(cfg)
     namespace = lifecycle.pid_namespace()
-    isolation.sweep_stale_groups(namespace)  # left by sandboxes killed before they cleaned up
-    cg_parents.update(isolation.cgroup_parents(isolation.group_tag("z", os.getpid(), namespace)))
+    cgroups.sweep_stale_groups(namespace)  # left by sandboxes killed before they cleaned up
+    cg_parents.update(cgroups.cgroup_parents(cgroups.group_tag("z", os.getpid(), namespace)))
     prepared = Prepared(root=os.geteuid() == 0)
     ctrl.send(json.dumps({"op": "ready", "pid": os.getpid(), "layers": zygote_layers}).encode())
     return prepared
@@ -469,7 +470,7 @@ def _describe(status: int) -> dict:
 
 def _cleanup(cg_parents: dict, cfg: dict, name: str) -> bool:
     shutil.rmtree(os.path.join(cfg["scratch_root"], name), ignore_errors=True)
-    return isolation.remove_cgroup(cg_parents, name)
+    return cgroups.remove_cgroup(cg_parents, name)
 
 
 SHUTDOWN_GRACE_S = 8.0
@@ -530,8 +531,8 @@ def single_main(req_fd: int, rep_fd: int, out_fd: int, cfg: dict) -> None:
         layers.update(isolation.unshare_namespaces(cfg["scratch_root"], cfg["tmpfs_bytes"]))
     _private_home(cfg)
     _preload(cfg)
-    tag = isolation.group_tag("s", os.getpid(), lifecycle.pid_namespace())
-    cg_parents = isolation.cgroup_parents(tag)
+    tag = cgroups.group_tag("s", os.getpid(), lifecycle.pid_namespace())
+    cg_parents = cgroups.cgroup_parents(tag)
     try:
         layers.update(
             isolate(cfg, "s", [req_fd, rep_fd, out_fd], cg_parents, Prepared(os.geteuid() == 0))

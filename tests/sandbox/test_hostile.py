@@ -125,7 +125,7 @@ def cgroup_dirs(*parts: str) -> list[Path]:
 
 
 def _tag(kind: str, pid: int) -> str:
-    """A sandbox process's group name (isolation.group_tag), written out here."""
+    """A sandbox process's group name (cgroups.group_tag), written out here."""
     return f"{kind}{os.stat('/proc/self/ns/pid').st_ino}-{pid}"
 
 
