@@ -25,7 +25,9 @@ def experiment(
     where a stopped experiment left off. After every finished run, OUT/results.json and
     OUT/table.md hold the paired comparisons (each arm against fixed_pool, paired by seed and
     item, two-level bootstrap intervals), the power estimate and the compute per arm;
-    `spade report OUT` draws them. The plan is saved in OUT/plan.json and must not change.
+    `spade report OUT` draws them. The plan is saved in OUT/plan.json; a later call may grow it
+    (--arms listing every planned arm with at least its seeds, and more or another arm; the same
+    --train-args) but not shrink or change it.
     Every arm of a seed starts from the weights its first arm recorded (start_model.json); a
     run this machine's warm start cannot pair is left for another machine, the others go on,
     and the exit status is then 3.

@@ -9,8 +9,9 @@ machine whose warm start differs leaves those runs for another machine and goes 
 rest.
 
 The plan (arms, seeds per arm, the `spade train` flags every arm shares) is written to
-`OUT/plan.json` by the first call and must match on every later one: an experiment whose runs
-were made under different flags cannot be compared. One runner at a time holds `OUT/.lock`.
+`OUT/plan.json` by the first call; a later one may grow it (more seeds, another arm) but never
+shrink it or change the flags: an experiment whose runs were made under different flags cannot
+be compared. One runner at a time holds `OUT/.lock`.
 """
 
 from __future__ import annotations
@@ -181,23 +182,42 @@ def _locked(out: Path) -> Iterator[None]:
 
 
 def settle_plan(out: Path, plan: Plan | None) -> Plan:
-    """The experiment's plan: `plan` written on the first call, or the saved one (which `plan`,
-    when given, must equal)."""
+    """The experiment's plan: `plan` written on the first call, or the saved one, which `plan`,
+    when given, must equal or grow (`grown`): more seeds for an arm or another arm, with every
+    planned arm listed and the same shared flags. Growing never invalidates a finished run (a
+    seed's runs are the same whatever else is planned); it is how an experiment gets an arm's
+    last seeds where a started seed can only be finished on another kind of machine."""
     path = out / "plan.json"
     if path.exists():
         saved = Plan.from_json(json.loads(path.read_text()))
-        if plan is not None and plan.to_json() != saved.to_json():
+        if plan is None or plan.to_json() == saved.to_json():
+            return saved
+        bigger = grown(saved, plan)
+        if bigger is None:
             raise UsageError(
                 f"{out} was planned as {saved.to_json()}, not {plan.to_json()}: runs made under "
-                "another plan cannot be compared; run it without --arms/--train-args to continue, "
-                "or choose another directory"
+                "another plan cannot be compared (a plan may only grow: the same --train-args, "
+                "every planned arm listed with at least its seeds); run it without "
+                "--arms/--train-args to continue, or choose another directory"
             )
-        return saved
+        atomic_write_text(path, json.dumps(bigger.to_json(), indent=2) + "\n")
+        return bigger
     if plan is None:
         plan = Plan(seeds=DEFAULT_SEEDS)
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(plan.to_json(), indent=2) + "\n")
     return plan
+
+
+def grown(saved: Plan, plan: Plan) -> Plan | None:
+    """`saved` grown to `plan` (the saved arms first, in their order, then the new ones), or
+    None where `plan` would drop or shrink an arm or change the shared flags."""
+    if plan.train_args != saved.train_args:
+        return None
+    if any(plan.seeds.get(arm, 0) < n for arm, n in saved.seeds.items()):
+        return None
+    order = [*saved.seeds, *(arm for arm in plan.seeds if arm not in saved.seeds)]
+    return Plan(seeds={arm: plan.seeds[arm] for arm in order}, train_args=saved.train_args)
 
 
 def run_experiment(

@@ -1,7 +1,8 @@
 """The experiment runner (spade/experiment/runner.py) with a fake `spade train`: the plan's
 running order and commands, a kill mid-run continued with --resume and no finished run redone
-(by value: the launched commands and the finished runs' bytes), a changed plan refused, one
-runner at a time, and every arm of a seed started from the same weights across machines."""
+(by value: the launched commands and the finished runs' bytes), a changed plan refused and a
+grown one run, one runner at a time, and every arm of a seed started from the same weights
+across machines."""
 
 from __future__ import annotations
 
@@ -347,3 +348,29 @@ def test_a_new_arm_of_a_started_seed_is_told_the_seeds_start(tmp_path: Path) -> 
     told = json.loads((tmp_path / "fixed_pool-s0" / "start_model.json").read_text())
     assert told == {"weights_sha256": "a" * 64, "folder": "warm", "why": told["why"]}
     assert "selfplay-s0" in told["why"]
+
+
+def test_a_plan_grows_but_never_shrinks(tmp_path: Path) -> None:
+    """More seeds or another arm (every planned arm listed): the finished runs stay, the new
+    ones run, in the saved arms' order; a dropped or shrunk arm or other flags are refused."""
+    small = Plan(seeds={"selfplay": 1, "fixed_pool": 1})
+    assert run_experiment(tmp_path, small, launch=FakeTrain(), show=lambda s: None) == 0
+    first = (tmp_path / "selfplay-s0" / "summary.json").read_bytes()
+    for bad in (
+        Plan(seeds={"selfplay": 2}),  # fixed_pool dropped
+        Plan(seeds={"selfplay": 2, "fixed_pool": 1}, train_args=("--iterations", "2")),
+    ):
+        with pytest.raises(UsageError, match="may only grow"):
+            run_experiment(tmp_path, bad, launch=FakeTrain(), show=lambda s: None)
+    big = Plan(seeds={"fixed_pool": 2, "selfplay": 1, "solve_rate": 1})
+    fake = FakeTrain()
+    assert run_experiment(tmp_path, big, launch=fake, show=lambda s: None) == 0
+    started = [Path(c[c.index("--run-dir") + 1]).name for c in fake.calls]
+    assert started == ["solve_rate-s0", "fixed_pool-s1"]
+    saved = json.loads((tmp_path / "plan.json").read_text())["seeds"]
+    assert list(saved.items()) == [("selfplay", 1), ("fixed_pool", 2), ("solve_rate", 1)]
+    assert (tmp_path / "selfplay-s0" / "summary.json").read_bytes() == first
+    # and a plain call goes on under the grown plan; the old one is now a shrink
+    assert run_experiment(tmp_path, None, launch=FakeTrain(), show=lambda s: None) == 0
+    with pytest.raises(UsageError, match="may only grow"):
+        run_experiment(tmp_path, small, launch=FakeTrain(), show=lambda s: None)
