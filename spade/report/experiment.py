@@ -51,15 +51,21 @@ def build_report(experiment: Path, out: Path | None = None) -> Path:
     result = summarise(experiment, plan, runs)
     arms = list(result["arms"])
     colors = {arm: f"C{i}" for i, arm in enumerate(plan.seeds)}
-    fig, axes = plt.subplots(2, 2, figsize=(15, 10), layout="constrained")
+    # the curves side by side above, the differences the whole width below, each its own
+    # subfigure: the differences' long labels would otherwise push the curves aside
+    fig = plt.figure(figsize=(17, 11), layout="constrained")
+    grid = fig.add_gridspec(2, 1, height_ratios=[1, 1.15])
+    top, bottom = fig.add_subfigure(grid[0]), fig.add_subfigure(grid[1])
+    axes = dict(zip(("curve", "pool", "regret"), top.subplots(1, 3), strict=True))
+    axes["diff"] = bottom.subplots()
     fig.suptitle(
         f"{experiment.name}: lines are means over training seeds, bands span min to max",
         fontsize=11,
     )
     panels = (
-        (axes[0][0], "near_subset", "near-subset win rate (greedy)", "learning curve"),
-        (axes[0][1], "plain_win_rate", "plain win rate, played pool", "Agent on its own pool"),
-        (axes[1][0], "new_design_regret", "hinted - plain win rate", "regret of new designs"),
+        (axes["curve"], "near_subset", "near-subset win rate (greedy)", "learning curve"),
+        (axes["pool"], "plain_win_rate", "plain win rate, played pool", "Agent on its own pool"),
+        (axes["regret"], "new_design_regret", "hinted - plain win rate", "regret of new designs"),
     )
     for ax, key, ylabel, title in panels:
         for arm in arms:
@@ -74,7 +80,7 @@ def build_report(experiment: Path, out: Path | None = None) -> Path:
         ax.grid(alpha=0.3)
         if ax.has_data():
             ax.legend(fontsize=8)
-    ax = axes[1][1]
+    ax = axes["diff"]
     rows = [c for c in result["comparisons"] if c["endpoint"] != "near-subset curve area"]
     for y, c in enumerate(reversed(rows)):
         color = colors.get(c["arm"], "black")
