@@ -1,9 +1,10 @@
 """`spade report EXPERIMENT_DIR`: one figure of an experiment (`spade experiment`) and its tables.
 
-Four panels: the near-subset learning curve of every arm (mean over seeds, band = min to max
-over seeds, iteration 0 the shared warm start), the Agent's plain win rate on the environments
-it played, the regret of new designs per design round (designing arms), and each comparison's
-paired difference with its 95% interval (`spade.experiment.results`).
+Four panels, three curves in a row above and the differences the full width below: the
+near-subset learning curve of every arm (mean over seeds, band = min to max over seeds,
+iteration 0 the shared warm start), the Agent's plain win rate on the environments it played,
+the regret of new designs per design round (designing arms), and each comparison's paired
+difference with its 95% interval (`spade.experiment.results`).
 """
 
 from __future__ import annotations
